@@ -1,0 +1,115 @@
+/* The part of every interpreter build that is not dispatch: allocation,
+ * reset between runs, a defensive check of the code, output helpers, and the
+ * timed entry points (TSC cycles and clock_gettime ns around sl_interpret). */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "vm.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+static inline uint64_t sl_tsc_begin(void) {
+    unsigned aux; _mm_lfence(); uint64_t t = __rdtsc(); _mm_lfence(); (void)aux; return t;
+}
+static inline uint64_t sl_tsc_end(void) {
+    unsigned aux; uint64_t t = __rdtscp(&aux); _mm_lfence(); return t;
+}
+#else
+static inline uint64_t sl_tsc_begin(void) { return 0; }
+static inline uint64_t sl_tsc_end(void) { return 0; }
+#endif
+
+static int64_t sl_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+uint64_t sl_tsc_now(void) { return sl_tsc_end(); }
+int64_t sl_clock_ns(void) { return sl_now_ns(); }
+
+/* Refuse code the interpreters could crash on, whoever built it: the Python
+ * verifier does the full check, this keeps the C side safe on its own. */
+int sl_check_code(const sl_vm *vm) {
+    for (int32_t pc = 0; pc < vm->ncode; pc++) {
+        int32_t op = vm->code[pc].op, arg = vm->code[pc].arg;
+        if (op < 0 || op >= SL_NUM_OPCODES) return pc + 1;
+        if (sl_op_is_jump[op]) {
+            int64_t t = (int64_t)pc + arg;
+            if (t < 0 || t >= vm->ncode) return pc + 1;
+        }
+    }
+    return 0;
+}
+
+int sl_prepare(sl_vm *vm) {
+    vm->stack = calloc((size_t)vm->stack_size, sizeof(int64_t));
+    vm->frames = calloc((size_t)vm->max_depth + 1, sizeof(sl_frame));
+    vm->tape = calloc((size_t)vm->tape_len + 1, 1);
+    vm->out_cap = 1 << 16;
+    vm->out = malloc((size_t)vm->out_cap);
+    if (!vm->stack || !vm->frames || !vm->tape || !vm->out) return -1;
+    vm->stack_end = vm->stack + vm->stack_size;
+    return 0;
+}
+
+void sl_release(sl_vm *vm) {
+    free(vm->stack); free(vm->frames); free(vm->tape); free(vm->out);
+    vm->stack = NULL; vm->frames = NULL; vm->tape = NULL; vm->out = NULL;
+}
+
+/* Back to the state before the first instruction: main's locals zeroed. */
+int sl_reset(sl_vm *vm) {
+    if (vm->nfuncs < 1 || vm->funcs[0].nlocals + vm->funcs[0].max_stack > vm->stack_size)
+        return -1;
+    memset(vm->stack, 0, sizeof(int64_t) * (size_t)vm->funcs[0].nlocals);
+    memset(vm->tape, 0, (size_t)vm->tape_len);
+    vm->depth = 0; vm->in_pos = 0; vm->out_len = 0;
+    vm->ip = vm->code + vm->funcs[0].entry;
+    vm->fp = vm->stack; vm->sp = vm->stack + vm->funcs[0].nlocals;
+    vm->head = vm->tape;
+    vm->status = 0; vm->err_pc = -1; vm->err_value = 0;
+    return 0;
+}
+
+int sl_grow_output(sl_vm *vm) {
+    int64_t cap = vm->out_cap * 2;
+    uint8_t *p = realloc(vm->out, (size_t)cap);
+    if (!p) return -1;
+    vm->out = p; vm->out_cap = cap;
+    return 0;
+}
+
+int sl_print_int(sl_vm *vm, int64_t v, int32_t sep) {
+    char buf[24]; int n = 0;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do { buf[n++] = (char)('0' + u % 10); u /= 10; } while (u);
+    if (v < 0) buf[n++] = '-';
+    while (vm->out_len + n + 1 > vm->out_cap)
+        if (sl_grow_output(vm)) return -1;
+    while (n) vm->out[vm->out_len++] = (uint8_t)buf[--n];
+    vm->out[vm->out_len++] = (uint8_t)sep;
+    return 0;
+}
+
+/* One timed run from a fresh state; the timed region is the interpreter. */
+int sl_run(sl_vm *vm) {
+    if (sl_reset(vm)) return vm->status = SL_ERR_STACK_OVERFLOW;
+    int64_t n0 = sl_now_ns();
+    uint64_t t0 = sl_tsc_begin();
+    int status = sl_interpret(vm);
+    uint64_t t1 = sl_tsc_end();
+    int64_t n1 = sl_now_ns();
+    vm->cycles = t1 - t0; vm->ns = n1 - n0;
+    return vm->status = status;
+}
+
+/* warmup + samples runs back to back in C; per-sample cycles and ns out. */
+int sl_bench(sl_vm *vm, int32_t warmup, int32_t samples, uint64_t *cycles, int64_t *ns) {
+    for (int32_t i = 0; i < warmup + samples; i++) {
+        int status = sl_run(vm);
+        if (status) return status;
+        if (i >= warmup) { cycles[i - warmup] = vm->cycles; ns[i - warmup] = vm->ns; }
+    }
+    return 0;
+}

@@ -1,0 +1,148 @@
+"""Programs for the shimlab VM: code units, constants, functions, source map.
+
+Front ends build a Program through an Assembler (symbolic labels resolved to
+the relative displacements the VM uses); `disassemble` prints one for humans.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from . import isa
+from .isa import Operand
+
+
+@dataclass
+class Function:
+    name: str
+    entry: int          # index of the first instruction
+    nargs: int
+    nlocals: int        # including the arguments
+    local_names: list[str] = field(default_factory=list)
+    max_stack: int = 0  # filled in by the verifier
+
+
+@dataclass
+class Program:
+    """Function 0 is the entry point; its code ends in HALT, others in RETURN."""
+    name: str
+    code: list[tuple[int, int]]              # (opcode, operand)
+    consts: list[int] = field(default_factory=list)
+    functions: list[Function] = field(default_factory=list)
+    # per instruction: the source position it came from, for error messages
+    positions: list[tuple[int, int]] = field(default_factory=list)
+    language: str = "bytecode"
+    verified: bool = False
+
+    def position(self, pc: int) -> Optional[tuple[int, int]]:
+        if 0 <= pc < len(self.positions):
+            return self.positions[pc]
+        return None
+
+    def function_at(self, pc: int) -> Optional[Function]:
+        best = None
+        for f in self.functions:
+            if f.entry <= pc and (best is None or f.entry > best.entry):
+                best = f
+        return best
+
+
+class Label:
+    __slots__ = ("pc",)
+
+    def __init__(self):
+        self.pc: Optional[int] = None
+
+
+class Assembler:
+    """Collects instructions with symbolic jump targets, then resolves them."""
+
+    def __init__(self, name: str, language: str):
+        self.program = Program(name=name, code=[], language=language)
+        self._fixups: list[tuple[int, Label]] = []
+        self._const_index: dict[int, int] = {}
+        self.position = (0, 0)
+
+    @property
+    def pc(self) -> int:
+        return len(self.program.code)
+
+    def emit(self, name: str, arg: int | Label = 0) -> int:
+        pc = self.pc
+        if isinstance(arg, Label):
+            self._fixups.append((pc, arg))
+            arg = 0
+        self.program.code.append((isa.opcode(name), arg))
+        self.program.positions.append(self.position)
+        return pc
+
+    def label(self) -> Label:
+        return Label()
+
+    def bind(self, label: Label) -> None:
+        label.pc = self.pc
+
+    def load_int(self, value: int) -> None:
+        """Small ints ride in the operand; larger ones go to the constant pool."""
+        value = isa.wrap64(value)
+        if isa.INT32_MIN <= value <= isa.INT32_MAX:
+            self.emit("LOAD_INT", value)
+        else:
+            if value not in self._const_index:
+                self._const_index[value] = len(self.program.consts)
+                self.program.consts.append(value)
+            self.emit("LOAD_CONST", self._const_index[value])
+
+    def finish(self) -> Program:
+        for pc, label in self._fixups:
+            if label.pc is None:
+                raise AssertionError("unbound label")
+            op, _ = self.program.code[pc]
+            self.program.code[pc] = (op, label.pc - pc)
+        self._fixups.clear()
+        return self.program
+
+
+def format_operand(program: Program, pc: int, ins: isa.Instr, arg: int) -> str:
+    kind = ins.operand
+    if kind is Operand.NONE:
+        return ""
+    if kind in (Operand.FORWARD, Operand.BACKWARD):
+        return f"{arg:+d} (to {pc + arg})"
+    if kind is Operand.CONST:
+        if 0 <= arg < len(program.consts):
+            return f"{arg} ({program.consts[arg]})"
+        return f"{arg} (?)"
+    if kind is Operand.FUNC:
+        if 0 <= arg < len(program.functions):
+            return f"{arg} ({program.functions[arg].name})"
+        return f"{arg} (?)"
+    if kind is Operand.LOCAL:
+        f = program.function_at(pc)
+        if f and 0 <= arg < len(f.local_names):
+            return f"{arg} ({f.local_names[arg]})"
+    return str(arg)
+
+
+def disassemble(program: Program) -> str:
+    entries = {f.entry: f for f in program.functions}
+    targets = set()
+    for pc, (op, arg) in enumerate(program.code):
+        if 0 <= op < isa.NUM_OPCODES and isa.is_jump(isa.INSTRUCTIONS[op]):
+            targets.add(pc + arg)
+    lines = []
+    for pc, (op, arg) in enumerate(program.code):
+        if pc in entries:
+            f = entries[pc]
+            if lines:
+                lines.append("")
+            lines.append(f"function {f.name}(nargs={f.nargs}, nlocals={f.nlocals}, "
+                         f"max_stack={f.max_stack}):")
+        ins = isa.INSTRUCTIONS[op] if 0 <= op < isa.NUM_OPCODES else None
+        name = ins.name if ins else f"<bad opcode {op}>"
+        operand = format_operand(program, pc, ins, arg) if ins else str(arg)
+        mark = ">>" if pc in targets else "  "
+        pos = program.position(pc)
+        where = f"  ; {pos[0]}:{pos[1]}" if pos and pos[0] else ""
+        lines.append(f"{mark}{pc:6d}  {name:<18} {operand}{where}".rstrip())
+    return "\n".join(lines) + "\n"

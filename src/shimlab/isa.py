@@ -1,0 +1,234 @@
+"""The one instruction table of the shimlab VM.
+
+Every instruction is defined here once: its operand kind, stack effect,
+control flow, C body (written with the shape macros of csrc/vm.h) and Python
+semantics.  cases.py generates every C interpreter from this table and
+reference.py drives the Python oracle from it, so the two cannot drift apart.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+INT32_MIN = -(1 << 31)
+INT32_MAX = (1 << 31) - 1
+
+
+def wrap64(x: int) -> int:
+    """Two's-complement wrap: VM integers are int64 and overflow wraps."""
+    x &= (1 << 64) - 1
+    return x - (1 << 64) if x >> 63 else x
+
+
+class Operand(enum.Enum):
+    NONE = "none"        # operand unused (0)
+    IMM = "imm"          # signed 32-bit immediate
+    CONST = "const"      # index into the program's int64 constant pool
+    LOCAL = "local"      # index of a local slot in the current frame
+    FORWARD = "forward"  # relative displacement to a later instruction (> 0)
+    BACKWARD = "backward"  # relative displacement to an earlier-or-same instruction (<= 0)
+    FUNC = "func"        # index into the program's function table
+
+
+class Flow(enum.Enum):
+    NEXT = "next"          # falls through to ip + 1
+    JUMP = "jump"          # always jumps forward
+    BRANCH = "branch"      # forward jump or fall through
+    BACKEDGE = "backedge"  # loop back-edge (the JIT's hook), maybe conditional
+    CALL = "call"
+    RETURN = "return"
+    HALT = "halt"
+
+
+class Error(enum.IntEnum):
+    """Run-time errors a program can raise; status 0 is a clean halt."""
+    OK = 0
+    ZERO_DIVISION = 1
+    NEGATIVE_SHIFT = 2
+    TAPE_BOUNDS = 3
+    STACK_OVERFLOW = 4
+    OUT_OF_MEMORY = 5
+    BAD_OPCODE = 6
+
+    @property
+    def message(self) -> str:
+        return _ERROR_TEXT[self]
+
+
+_ERROR_TEXT = {
+    Error.OK: "no error",
+    Error.ZERO_DIVISION: "integer division or modulo by zero",
+    Error.NEGATIVE_SHIFT: "negative shift count",
+    Error.TAPE_BOUNDS: "tape head moved out of bounds",
+    Error.STACK_OVERFLOW: "call stack overflow (recursion too deep)",
+    Error.OUT_OF_MEMORY: "out of memory for the output buffer",
+    Error.BAD_OPCODE: "invalid opcode reached the interpreter",
+}
+
+
+class VMError(Exception):
+    """A run-time error raised by the Python oracle (mirrors a C status)."""
+
+    def __init__(self, error: Error, pc: int):
+        super().__init__(error.message)
+        self.error = error
+        self.pc = pc
+
+
+@dataclass(frozen=True)
+class Instr:
+    name: str
+    operand: Operand
+    pops: Optional[int]   # None: depends on the callee (CALL)
+    pushes: int
+    flow: Flow
+    c: str                # C body; the generator adds the fall-through dispatch
+    doc: str
+    # Python semantics: fn(state, arg) -> next pc or None to fall through.
+    py: Callable
+
+
+def _floordiv(a: int, b: int) -> int:
+    return wrap64(a // b)
+
+
+def _mod(a: int, b: int) -> int:
+    return wrap64(a % b)
+
+
+def _lshift(a: int, b: int) -> int:
+    return wrap64(a << b) if b < 64 else 0
+
+
+def _rshift(a: int, b: int) -> int:
+    return a >> min(b, 63)
+
+
+# --- table -----------------------------------------------------------------
+
+INSTRUCTIONS: list[Instr] = []
+
+
+def _def(name, operand, pops, pushes, flow, c, doc, py):
+    INSTRUCTIONS.append(Instr(name, operand, pops, pushes, flow, c.strip(), doc, py))
+
+
+def _binop(name, c_expr, py_fn, doc, check=""):
+    def run(s, arg):
+        b = s.pop()
+        a = s.pop()
+        s.push(py_fn(s, a, b))
+    _def(name, Operand.NONE, 2, 1, Flow.NEXT,
+         f"int64_t b = POP(); int64_t a = TOP(); {check} SET_TOP({c_expr});", doc, run)
+
+
+def _checked(fn, cond, error):
+    def run(s, a, b):
+        if cond(b):
+            raise VMError(error, s.pc)
+        return fn(a, b)
+    return run
+
+
+def _py_simple(fn):
+    return lambda s, a, b: fn(a, b)
+
+
+_def("NOP", Operand.NONE, 0, 0, Flow.NEXT, "", "do nothing", lambda s, arg: None)
+_def("HALT", Operand.NONE, 0, 0, Flow.HALT, "HALT();", "stop the program", lambda s, arg: s.halt())
+
+# constants, locals, stack
+_def("LOAD_INT", Operand.IMM, 0, 1, Flow.NEXT, "PUSH((int64_t)ARG);",
+     "push a 32-bit immediate", lambda s, arg: s.push(arg))
+_def("LOAD_CONST", Operand.CONST, 0, 1, Flow.NEXT, "PUSH(CONST(ARG));",
+     "push a constant from the pool", lambda s, arg: s.push(s.consts[arg]))
+_def("LOAD_LOCAL", Operand.LOCAL, 0, 1, Flow.NEXT, "PUSH(LOCAL(ARG));",
+     "push a local", lambda s, arg: s.push(s.local(arg)))
+_def("STORE_LOCAL", Operand.LOCAL, 1, 0, Flow.NEXT, "LOCAL(ARG) = POP();",
+     "pop into a local", lambda s, arg: s.set_local(arg, s.pop()))
+_def("POP", Operand.NONE, 1, 0, Flow.NEXT, "(void)POP();", "drop the top of stack",
+     lambda s, arg: s.pop())
+_def("DUP", Operand.NONE, 1, 2, Flow.NEXT, "int64_t v = TOP(); PUSH(v);",
+     "duplicate the top of stack", lambda s, arg: s.push(s.top()))
+
+# arithmetic: int64 that wraps, Python's floor division and modulo
+_binop("ADD", "(int64_t)((uint64_t)a + (uint64_t)b)", _py_simple(lambda a, b: wrap64(a + b)), "a + b")
+_binop("SUB", "(int64_t)((uint64_t)a - (uint64_t)b)", _py_simple(lambda a, b: wrap64(a - b)), "a - b")
+_binop("MUL", "(int64_t)((uint64_t)a * (uint64_t)b)", _py_simple(lambda a, b: wrap64(a * b)), "a * b")
+_binop("FLOORDIV", "sl_floordiv(a, b)",
+       _checked(_floordiv, lambda b: b == 0, Error.ZERO_DIVISION), "a // b (floor)",
+       check="if (b == 0) FAIL(SL_ERR_ZERO_DIVISION);")
+_binop("MOD", "sl_mod(a, b)", _checked(_mod, lambda b: b == 0, Error.ZERO_DIVISION),
+       "a % b (sign of b)", check="if (b == 0) FAIL(SL_ERR_ZERO_DIVISION);")
+_binop("LSHIFT", "sl_lshift(a, b)", _checked(_lshift, lambda b: b < 0, Error.NEGATIVE_SHIFT),
+       "a << b (wraps)", check="if (b < 0) FAIL(SL_ERR_NEGATIVE_SHIFT);")
+_binop("RSHIFT", "sl_rshift(a, b)", _checked(_rshift, lambda b: b < 0, Error.NEGATIVE_SHIFT),
+       "a >> b (arithmetic)", check="if (b < 0) FAIL(SL_ERR_NEGATIVE_SHIFT);")
+_binop("AND", "a & b", _py_simple(lambda a, b: a & b), "a & b")
+_binop("OR", "a | b", _py_simple(lambda a, b: a | b), "a | b")
+_binop("XOR", "a ^ b", _py_simple(lambda a, b: a ^ b), "a ^ b")
+_binop("LT", "a < b", _py_simple(lambda a, b: int(a < b)), "a < b (0 or 1)")
+_binop("LE", "a <= b", _py_simple(lambda a, b: int(a <= b)), "a <= b (0 or 1)")
+_binop("EQ", "a == b", _py_simple(lambda a, b: int(a == b)), "a == b (0 or 1)")
+_binop("NE", "a != b", _py_simple(lambda a, b: int(a != b)), "a != b (0 or 1)")
+_binop("GT", "a > b", _py_simple(lambda a, b: int(a > b)), "a > b (0 or 1)")
+_binop("GE", "a >= b", _py_simple(lambda a, b: int(a >= b)), "a >= b (0 or 1)")
+_def("NEG", Operand.NONE, 1, 1, Flow.NEXT, "SET_TOP((int64_t)(0 - (uint64_t)TOP()));", "-a",
+     lambda s, arg: s.push(wrap64(-s.pop())))
+_def("INVERT", Operand.NONE, 1, 1, Flow.NEXT, "SET_TOP(~TOP());", "~a",
+     lambda s, arg: s.push(~s.pop()))
+_def("NOT", Operand.NONE, 1, 1, Flow.NEXT, "SET_TOP(TOP() == 0);", "not a (0 or 1)",
+     lambda s, arg: s.push(int(s.pop() == 0)))
+
+# control flow; displacements are relative to the instruction itself
+_def("JUMP", Operand.FORWARD, 0, 0, Flow.JUMP, "JUMPBY(ARG);", "jump forward",
+     lambda s, arg: s.pc + arg)
+_def("JUMP_IF_FALSE", Operand.FORWARD, 1, 0, Flow.BRANCH, "if (POP() == 0) JUMPBY(ARG);",
+     "pop; jump forward if zero", lambda s, arg: s.pc + arg if s.pop() == 0 else None)
+_def("JUMP_IF_TRUE", Operand.FORWARD, 1, 0, Flow.BRANCH, "if (POP() != 0) JUMPBY(ARG);",
+     "pop; jump forward if non-zero", lambda s, arg: s.pc + arg if s.pop() != 0 else None)
+_def("LOOP", Operand.BACKWARD, 0, 0, Flow.BACKEDGE, "JUMPBY(ARG);",
+     "loop back-edge: jump backward", lambda s, arg: s.pc + arg)
+_def("CALL", Operand.FUNC, None, 1, Flow.CALL, "CALL_FUNCTION(ARG);",
+     "call a function with its arguments on the stack", lambda s, arg: s.call(arg))
+_def("RETURN", Operand.NONE, 1, 0, Flow.RETURN, "RETURN_VALUE();",
+     "return the top of stack to the caller", lambda s, arg: s.ret())
+_def("PRINT", Operand.IMM, 1, 0, Flow.NEXT, "PRINT_INT(POP(), ARG);",
+     "pop and print as decimal, then the byte ARG (space or newline)",
+     lambda s, arg: s.print_int(s.pop(), arg))
+_def("PRINT_BYTE", Operand.IMM, 0, 0, Flow.NEXT, "OUTPUT((uint8_t)ARG);",
+     "print the byte ARG", lambda s, arg: s.output(arg & 0xFF))
+
+# the BF tape: 8-bit wrapping cells under a bounds-checked head
+_def("CELL_ADD", Operand.IMM, 0, 0, Flow.NEXT, "*HEAD = (uint8_t)(*HEAD + ARG);",
+     "add to the current cell", lambda s, arg: s.cell_add(arg))
+_def("CELL_ZERO", Operand.NONE, 0, 0, Flow.NEXT, "*HEAD = 0;", "clear the current cell",
+     lambda s, arg: s.cell_set(0))
+_def("MOVE", Operand.IMM, 0, 0, Flow.NEXT, "MOVE_HEAD(ARG);", "move the tape head",
+     lambda s, arg: s.move(arg))
+_def("CELL_OUT", Operand.NONE, 0, 0, Flow.NEXT, "OUTPUT(*HEAD);", "output the current cell",
+     lambda s, arg: s.output(s.cell()))
+_def("CELL_IN", Operand.NONE, 0, 0, Flow.NEXT, "INPUT_TO(HEAD);",
+     "read a byte into the current cell; unchanged at end of input",
+     lambda s, arg: s.cell_input())
+_def("JUMP_IF_CELL_ZERO", Operand.FORWARD, 0, 0, Flow.BRANCH, "if (*HEAD == 0) JUMPBY(ARG);",
+     "BF '[': jump forward if the current cell is zero",
+     lambda s, arg: s.pc + arg if s.cell() == 0 else None)
+_def("LOOP_IF_CELL", Operand.BACKWARD, 0, 0, Flow.BACKEDGE, "if (*HEAD != 0) JUMPBY(ARG);",
+     "BF ']': loop back-edge taken while the current cell is non-zero",
+     lambda s, arg: s.pc + arg if s.cell() != 0 else None)
+
+BY_NAME: dict[str, Instr] = {ins.name: ins for ins in INSTRUCTIONS}
+OPCODE: dict[str, int] = {ins.name: i for i, ins in enumerate(INSTRUCTIONS)}
+NUM_OPCODES = len(INSTRUCTIONS)
+
+
+def opcode(name: str) -> int:
+    return OPCODE[name]
+
+
+def is_jump(ins: Instr) -> bool:
+    return ins.operand in (Operand.FORWARD, Operand.BACKWARD)
