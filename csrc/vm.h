@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include "generated/opcodes.h"
 
+/* cdef-begin: build.py hands the lines up to cdef-end to cffi */
 typedef struct { int32_t op; int32_t arg; } sl_instr;
 typedef struct { int32_t entry, nargs, nlocals, max_stack; } sl_func;
 typedef struct { const sl_instr *ret_ip; int64_t *fp; } sl_frame;
@@ -30,6 +31,7 @@ typedef struct sl_vm {
     uint64_t *counts;                /* per opcode, builds with SL_COUNT_OPS */
     uint64_t cycles; int64_t ns;     /* TSC cycles and ns of the last sl_run */
 } sl_vm;
+/* cdef-end */
 
 /* ---- the register contract -------------------------------------------
  * clang's preserve_none passes its first arguments in r12, r13, r14, r15,

@@ -20,8 +20,14 @@ sl_dispatch:
     SL_COUNT(ip->op);
     {
         const void *target_ = sl_labels[ip->op];
+#if defined(__clang__)
         __asm__ goto("jmp *%0" : : "r"(target_) : : L_NOP, L_HALT, L_LOAD_INT, L_LOAD_CONST, L_LOAD_LOCAL, L_STORE_LOCAL, L_POP, L_DUP, L_ADD, L_SUB, L_MUL, L_FLOORDIV, L_MOD, L_LSHIFT, L_RSHIFT, L_AND, L_OR, L_XOR, L_LT, L_LE, L_EQ, L_NE, L_GT, L_GE, L_NEG, L_INVERT, L_NOT, L_JUMP, L_JUMP_IF_FALSE, L_JUMP_IF_TRUE, L_LOOP, L_CALL, L_RETURN, L_PRINT, L_PRINT_BYTE, L_CELL_ADD, L_CELL_ZERO, L_MOVE, L_CELL_OUT, L_CELL_IN, L_JUMP_IF_CELL_ZERO, L_LOOP_IF_CELL);
         __builtin_unreachable();
+#else
+        /* gcc allows 30 asm operands; build.py passes
+           --param=max-goto-duplication-insns=0 instead */
+        goto *target_;
+#endif
     }
 L_NOP: {
     int32_t oparg = ip->arg; (void)oparg;

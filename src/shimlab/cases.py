@@ -97,8 +97,14 @@ def _goto(merged: bool) -> str:
         targets = ", ".join(f"L_{ins.name}" for ins in isa.INSTRUCTIONS)
         out.append("sl_dispatch:\n    SL_COUNT(ip->op);\n    {\n"
                    "        const void *target_ = sl_labels[ip->op];\n"
+                   "#if defined(__clang__)\n"
                    f"        __asm__ goto(\"jmp *%0\" : : \"r\"(target_) : : {targets});\n"
-                   "        __builtin_unreachable();\n    }\n")
+                   "        __builtin_unreachable();\n"
+                   "#else\n"
+                   "        /* gcc allows 30 asm operands; build.py passes\n"
+                   "           --param=max-goto-duplication-insns=0 instead */\n"
+                   "        goto *target_;\n"
+                   "#endif\n    }\n")
     else:
         out.append("    DISPATCH();\n")
     for ins in isa.INSTRUCTIONS:

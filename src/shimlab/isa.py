@@ -37,7 +37,8 @@ class Flow(enum.Enum):
     NEXT = "next"          # falls through to ip + 1
     JUMP = "jump"          # always jumps forward
     BRANCH = "branch"      # forward jump or fall through
-    BACKEDGE = "backedge"  # loop back-edge (the JIT's hook), maybe conditional
+    BACKEDGE = "backedge"  # loop back-edge (the JIT's hook), always taken
+    BACKEDGE_BRANCH = "backedge_branch"  # loop back-edge taken or not
     CALL = "call"
     RETURN = "return"
     HALT = "halt"
@@ -217,7 +218,7 @@ _def("CELL_IN", Operand.NONE, 0, 0, Flow.NEXT, "INPUT_TO(HEAD);",
 _def("JUMP_IF_CELL_ZERO", Operand.FORWARD, 0, 0, Flow.BRANCH, "if (*HEAD == 0) JUMPBY(ARG);",
      "BF '[': jump forward if the current cell is zero",
      lambda s, arg: s.pc + arg if s.cell() == 0 else None)
-_def("LOOP_IF_CELL", Operand.BACKWARD, 0, 0, Flow.BACKEDGE, "if (*HEAD != 0) JUMPBY(ARG);",
+_def("LOOP_IF_CELL", Operand.BACKWARD, 0, 0, Flow.BACKEDGE_BRANCH, "if (*HEAD != 0) JUMPBY(ARG);",
      "BF ']': loop back-edge taken while the current cell is non-zero",
      lambda s, arg: s.pc + arg if s.cell() != 0 else None)
 
@@ -232,3 +233,12 @@ def opcode(name: str) -> int:
 
 def is_jump(ins: Instr) -> bool:
     return ins.operand in (Operand.FORWARD, Operand.BACKWARD)
+
+
+def is_backedge(ins: Instr) -> bool:
+    return ins.flow in (Flow.BACKEDGE, Flow.BACKEDGE_BRANCH)
+
+
+def falls_through(ins: Instr) -> bool:
+    """Can execution continue at the next instruction (calls return there)?"""
+    return ins.flow in (Flow.NEXT, Flow.BRANCH, Flow.BACKEDGE_BRANCH, Flow.CALL)

@@ -1,0 +1,114 @@
+"""Checks bytecode before any interpreter runs it.
+
+Opcodes in range, operands in range for their kind, jumps inside their
+function and in their declared direction, no falling off a function's end,
+and a stack depth that is consistent at every merge point, never negative,
+bounded, 1 at RETURN and 0 at HALT.  Fills in Function.max_stack.
+"""
+from __future__ import annotations
+
+from .. import isa
+from ..bytecode import Program
+from ..errors import VerifyError
+from ..isa import Flow, Operand
+
+MAX_STACK_DEPTH = 4096
+
+
+def _fail(program: Program, pc: int | None, msg: str) -> VerifyError:
+    where = program.name
+    if pc is not None:
+        where += f": pc {pc}"
+        pos = program.position(pc)
+        if pos and pos[0]:
+            where += f" (line {pos[0]})"
+    return VerifyError(f"{where}: invalid bytecode: {msg}")
+
+
+def verify(program: Program) -> Program:
+    code, funcs = program.code, program.functions
+    if not code:
+        raise _fail(program, None, "no instructions")
+    if not funcs:
+        raise _fail(program, None, "no entry function")
+    entries = [f.entry for f in funcs]
+    if entries[0] != 0 or entries != sorted(set(entries)) or entries[-1] >= len(code):
+        raise _fail(program, None, "function entries must start at 0, increase and lie in the code")
+    for f in funcs:
+        if not (0 <= f.nargs <= f.nlocals <= MAX_STACK_DEPTH):
+            raise _fail(program, f.entry, f"function {f.name}: bad nargs/nlocals")
+    if funcs[0].nargs:
+        raise _fail(program, 0, "the entry function takes no arguments")
+    for i, f in enumerate(funcs):
+        end = entries[i + 1] if i + 1 < len(funcs) else len(code)
+        _check_operands(program, i, f.entry, end)
+        f.max_stack = _stack_depths(program, i, f.entry, end)
+    program.verified = True
+    return program
+
+
+def _check_operands(program: Program, index: int, start: int, end: int) -> None:
+    f = program.functions[index]
+    for pc in range(start, end):
+        op, arg = program.code[pc]
+        if not (isinstance(op, int) and 0 <= op < isa.NUM_OPCODES):
+            raise _fail(program, pc, f"opcode {op!r} out of range 0..{isa.NUM_OPCODES - 1}")
+        ins = isa.INSTRUCTIONS[op]
+        if not (isinstance(arg, int) and isa.INT32_MIN <= arg <= isa.INT32_MAX):
+            raise _fail(program, pc, f"{ins.name}: operand {arg!r} is not a 32-bit integer")
+        kind = ins.operand
+        if kind is Operand.CONST and not 0 <= arg < len(program.consts):
+            raise _fail(program, pc, f"{ins.name}: constant {arg} out of range")
+        if kind is Operand.LOCAL and not 0 <= arg < f.nlocals:
+            raise _fail(program, pc, f"{ins.name}: local {arg} out of range (function "
+                        f"{f.name} has {f.nlocals})")
+        if kind is Operand.FUNC and not 1 <= arg < len(program.functions):
+            raise _fail(program, pc, f"{ins.name}: function {arg} out of range")
+        if kind is Operand.FORWARD and not (arg > 0 and pc + arg < end):
+            raise _fail(program, pc, f"{ins.name}: forward jump to {pc + arg} outside "
+                        f"{pc + 1}..{end - 1} (function {f.name})")
+        if kind is Operand.BACKWARD and not (arg <= 0 and pc + arg >= start):
+            raise _fail(program, pc, f"{ins.name}: backward jump to {pc + arg} outside "
+                        f"{start}..{pc} (function {f.name})")
+        if ins.flow is Flow.RETURN and index == 0:
+            raise _fail(program, pc, "RETURN outside a function")
+        if ins.flow is Flow.HALT and index != 0:
+            raise _fail(program, pc, f"HALT inside function {f.name}")
+        if pc == end - 1 and isa.falls_through(ins):
+            raise _fail(program, pc, f"execution falls off the end of function {f.name}")
+
+
+def _stack_depths(program: Program, index: int, start: int, end: int) -> int:
+    """Depth of the operand stack above the locals, for each reachable pc."""
+    depth: dict[int, int] = {start: 0}
+    work = [start]
+    deepest = 0
+    while work:
+        pc = work.pop()
+        d = depth[pc]
+        op, arg = program.code[pc]
+        ins = isa.INSTRUCTIONS[op]
+        pops = program.functions[arg].nargs if ins.pops is None else ins.pops
+        if d < pops:
+            raise _fail(program, pc, f"{ins.name} pops {pops} from a stack of depth {d}")
+        after = d - pops + ins.pushes
+        deepest = max(deepest, after, d)
+        if deepest > MAX_STACK_DEPTH:
+            raise _fail(program, pc, f"stack deeper than {MAX_STACK_DEPTH}")
+        if ins.flow is Flow.RETURN and d != 1:
+            raise _fail(program, pc, f"RETURN with stack depth {d} (must be 1)")
+        if ins.flow is Flow.HALT and d != 0:
+            raise _fail(program, pc, f"HALT with stack depth {d} (must be 0)")
+        succ = []
+        if isa.falls_through(ins):
+            succ.append(pc + 1)
+        if isa.is_jump(ins):
+            succ.append(pc + arg)
+        for s in succ:
+            if s not in depth:
+                depth[s] = after
+                work.append(s)
+            elif depth[s] != after:
+                raise _fail(program, s, f"stack depth {depth[s]} or {after} depending on "
+                            f"the path (from pc {pc})")
+    return deepest

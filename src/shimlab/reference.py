@@ -1,0 +1,146 @@
+"""The Python oracle: runs a Program with the semantics written in isa.py.
+
+Slow and obviously correct; the tests hold every C interpreter to it,
+including where and how a program fails (status, pc, tape, output).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import isa
+from .bytecode import Program
+from .isa import Error, VMError
+
+# The limits every execution mode shares (vm.py passes the same to C).
+STACK_SIZE = 1 << 18
+MAX_DEPTH = 10_000
+TAPE_LEN = 30_000
+
+
+@dataclass
+class Result:
+    output: bytes
+    status: Error
+    err_pc: int = -1
+    err_value: int = 0
+    tape: bytes = b""
+    head: int = 0
+    counts: list[int] = field(default_factory=list)
+
+    @property
+    def instructions(self) -> int:
+        return sum(self.counts)
+
+
+class _State:
+    def __init__(self, program: Program, input: bytes, tape_len: int, stack_size: int,
+                 max_depth: int):
+        self.consts = program.consts
+        self.functions = program.functions
+        self.stack: list[int] = [0] * program.functions[0].nlocals
+        self.fp = 0
+        self.frames: list[tuple[int, int]] = []
+        self.tape = bytearray(tape_len)
+        self.head = 0
+        self.input = input
+        self.in_pos = 0
+        self.out = bytearray()
+        self.pc = program.functions[0].entry
+        self.halted = False
+        self.stack_size = stack_size
+        self.max_depth = max_depth
+        self.err_value = 0
+
+    # -- the operations isa.py's Python semantics are written with
+    def push(self, v: int) -> None:
+        self.stack.append(v)
+
+    def pop(self) -> int:
+        return self.stack.pop()
+
+    def top(self) -> int:
+        return self.stack[-1]
+
+    def local(self, i: int) -> int:
+        return self.stack[self.fp + i]
+
+    def set_local(self, i: int, v: int) -> None:
+        self.stack[self.fp + i] = v
+
+    def halt(self) -> None:
+        self.halted = True
+
+    def call(self, index: int) -> int:
+        fn = self.functions[index]
+        new_fp = len(self.stack) - fn.nargs
+        if (len(self.frames) >= self.max_depth
+                or new_fp + fn.nlocals + fn.max_stack > self.stack_size):
+            self.err_value = len(self.frames)
+            raise VMError(Error.STACK_OVERFLOW, self.pc)
+        self.stack.extend([0] * (fn.nlocals - fn.nargs))
+        self.frames.append((self.pc + 1, self.fp))
+        self.fp = new_fp
+        return fn.entry
+
+    def ret(self) -> int:
+        value = self.stack.pop()
+        ret_pc, old_fp = self.frames.pop()
+        del self.stack[self.fp:]
+        self.fp = old_fp
+        self.stack.append(value)
+        return ret_pc
+
+    def output(self, b: int) -> None:
+        self.out.append(b)
+
+    def print_int(self, v: int, sep: int) -> None:
+        self.out += str(v).encode()
+        self.out.append(sep & 0xFF)
+
+    def cell(self) -> int:
+        return self.tape[self.head]
+
+    def cell_set(self, v: int) -> None:
+        self.tape[self.head] = v & 0xFF
+
+    def cell_add(self, n: int) -> None:
+        self.tape[self.head] = (self.tape[self.head] + n) & 0xFF
+
+    def move(self, n: int) -> None:
+        pos = self.head + n
+        if not 0 <= pos < len(self.tape):
+            self.err_value = pos
+            raise VMError(Error.TAPE_BOUNDS, self.pc)
+        self.head = pos
+
+    def cell_input(self) -> None:
+        if self.in_pos < len(self.input):
+            self.tape[self.head] = self.input[self.in_pos]
+            self.in_pos += 1
+
+
+def run(program: Program, input: bytes = b"", *, tape_len: int = TAPE_LEN,
+        stack_size: int = STACK_SIZE, max_depth: int = MAX_DEPTH,
+        max_steps: int | None = None) -> Result:
+    """Run a verified program; max_steps bounds runaway programs in tests."""
+    s = _State(program, input, tape_len, stack_size, max_depth)
+    table = [ins.py for ins in isa.INSTRUCTIONS]
+    counts = [0] * isa.NUM_OPCODES
+    code = program.code
+    status, err_pc, steps = Error.OK, -1, 0
+    try:
+        while not s.halted:
+            op, arg = code[s.pc]
+            counts[op] += 1
+            steps += 1
+            if max_steps is not None and steps > max_steps:
+                raise TimeoutError(f"program ran more than {max_steps} steps")
+            nxt = table[op](s, arg)
+            if s.halted:
+                break
+            s.pc = s.pc + 1 if nxt is None else nxt
+    except VMError as e:
+        status, err_pc = e.error, e.pc
+    return Result(output=bytes(s.out), status=status, err_pc=err_pc,
+                  err_value=s.err_value if status else 0,
+                  tape=bytes(s.tape), head=s.head, counts=counts)
