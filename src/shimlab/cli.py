@@ -1,0 +1,152 @@
+"""The `shimlab` command: run, dis, doctor, bench, compare.
+
+Every failure the user can cause is a ShimlabError printed as one line on
+stderr with exit status 1; a crashing interpreter is exit status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .errors import ShimlabError
+
+MODES = ("switch", "goto", "goto-merged", "tailcall", "reference")
+
+
+def _read_input(arg: str | None) -> bytes:
+    if arg == "-":
+        return sys.stdin.buffer.read()
+    if arg is not None:
+        try:
+            with open(arg, "rb") as f:
+                return f.read()
+        except OSError as e:
+            raise ShimlabError(f"{arg}: cannot read input: {e.strerror}") from None
+    if sys.stdin is not None and not sys.stdin.isatty():
+        try:
+            return sys.stdin.buffer.read()
+        except (OSError, ValueError):
+            return b""
+    return b""
+
+
+def _print_counts(program, counts, out) -> None:
+    from . import isa
+    total = sum(counts)
+    out.write(f"{total} VM instructions executed\n")
+    for i in sorted(range(len(counts)), key=lambda i: -counts[i]):
+        if counts[i]:
+            out.write(f"  {isa.INSTRUCTIONS[i].name:<18} {counts[i]:>14}  "
+                      f"{100.0 * counts[i] / total:5.1f}%\n")
+
+
+def cmd_run(args) -> int:
+    from . import build, isolate, reference, vm
+    from .frontend import load_program
+
+    program = load_program(args.file)
+    data = _read_input(args.input)
+    if args.mode == "reference":
+        result = reference.run(program, data)
+    else:
+        b = build.build(args.mode, args.cc, count=args.count)
+
+        def child():
+            return vm.run(b, program, data)
+        what = f"the {args.mode} interpreter ({b.compiler.name}) running {args.file}"
+        result = isolate.call(what, child)
+    sys.stdout.buffer.write(result.output)
+    sys.stdout.buffer.flush()
+    if args.count:
+        _print_counts(program, result.counts, sys.stderr)
+    if result.status:
+        print(f"shimlab: {vm.describe_error(program, result)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_dis(args) -> int:
+    if args.native:
+        from . import inspect
+        return inspect.main_native(args)
+    from .bytecode import disassemble
+    from .frontend import load_program
+    if not args.file:
+        raise ShimlabError("dis: name a program file (or use --native)")
+    sys.stdout.write(disassemble(load_program(args.file)))
+    return 0
+
+
+def cmd_doctor(args) -> int:
+    from . import doctor
+    return doctor.run()
+
+
+def cmd_bench(args) -> int:
+    from .bench import suites
+    return suites.main(args)
+
+
+def cmd_compare(args) -> int:
+    from .bench import compare
+    return compare.compare(args.a, args.b)
+
+
+def cmd_demo(args) -> int:
+    from .bench import suites
+    return suites.demo(args)
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="shimlab", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("run", help="run a BF (.b/.bf) or minipy (.py) program")
+    p.add_argument("file")
+    p.add_argument("--mode", choices=MODES, default="tailcall")
+    p.add_argument("--cc", help="compiler (default: the best one found)")
+    p.add_argument("--input", help="file to read the program's input from ('-' for stdin; "
+                   "default: stdin when it is not a terminal)")
+    p.add_argument("--count", action="store_true",
+                   help="print how many VM instructions ran, by opcode, on stderr")
+    p.set_defaults(fn=cmd_run)
+
+    p = sub.add_parser("dis", help="print a program's bytecode, or with --native an "
+                       "interpreter's machine code")
+    p.add_argument("file", nargs="?")
+    p.add_argument("--native", action="store_true")
+    p.add_argument("--mode", choices=MODES[:-1], default="goto")
+    p.add_argument("--cc")
+    p.set_defaults(fn=cmd_dis)
+
+    p = sub.add_parser("doctor", help="what this machine's toolchain can do")
+    p.set_defaults(fn=cmd_doctor)
+
+    from .bench import suites
+    suites.add_parsers(sub)
+
+    p = sub.add_parser("compare", help="compare two results files")
+    p.add_argument("a")
+    p.add_argument("b")
+    p.set_defaults(fn=cmd_compare)
+    return ap
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except ShimlabError as e:
+        print(f"shimlab: {e}", file=sys.stderr)
+        return 2 if type(e).__name__ == "Crash" else 1
+    except KeyboardInterrupt:
+        print("shimlab: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

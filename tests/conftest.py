@@ -1,0 +1,45 @@
+"""Shared fixtures: which (mode, compiler) interpreters this machine can build."""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+
+@functools.lru_cache(maxsize=None)
+def interpreter_configs() -> list[tuple[str, str]]:
+    """Every (mode, compiler) pair the toolchain can build here."""
+    from shimlab import cases, toolchain
+    configs = []
+    for cc in toolchain.find_compilers():
+        for mode in cases.VARIANTS:
+            if cc.features >= set(toolchain.MODE_FEATURES[mode]):
+                configs.append((mode, cc.name))
+    return configs
+
+
+@functools.lru_cache(maxsize=None)
+def get_build(mode: str, cc: str, count: bool = False):
+    from shimlab import build
+    return build.build(mode, cc, count=count)
+
+
+def pytest_generate_tests(metafunc):
+    if "interp" in metafunc.fixturenames:
+        configs = interpreter_configs()
+        metafunc.parametrize("interp", configs, ids=[f"{m}-{c}" for m, c in configs])
+
+
+@pytest.fixture
+def run_all():
+    """run_all(program, input) -> {(mode, cc): Result} over every interpreter."""
+    from shimlab import vm
+
+    def go(program, data=b""):
+        return {cfg: vm.run(get_build(*cfg, count=True), program, data)
+                for cfg in interpreter_configs()}
+    return go
