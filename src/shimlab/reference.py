@@ -125,6 +125,9 @@ def run(program: Program, input: bytes = b"", *, tape_len: int = TAPE_LEN,
     """Run a verified program; max_steps bounds runaway programs in tests."""
     s = _State(program, input, tape_len, stack_size, max_depth)
     table = [ins.py for ins in isa.INSTRUCTIONS]
+    # only control flow returns a next pc; other semantics may return anything
+    moves_pc = [isa.is_jump(ins) or ins.flow in (isa.Flow.CALL, isa.Flow.RETURN)
+                for ins in isa.INSTRUCTIONS]
     counts = [0] * isa.NUM_OPCODES
     code = program.code
     status, err_pc, steps = Error.OK, -1, 0
@@ -138,7 +141,7 @@ def run(program: Program, input: bytes = b"", *, tape_len: int = TAPE_LEN,
             nxt = table[op](s, arg)
             if s.halted:
                 break
-            s.pc = s.pc + 1 if nxt is None else nxt
+            s.pc = nxt if moves_pc[op] and nxt is not None else s.pc + 1
     except VMError as e:
         status, err_pc = e.error, e.pc
     return Result(output=bytes(s.out), status=status, err_pc=err_pc,
