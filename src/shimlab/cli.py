@@ -83,19 +83,9 @@ def cmd_doctor(args) -> int:
     return doctor.run()
 
 
-def cmd_bench(args) -> int:
-    from .bench import suites
-    return suites.main(args)
-
-
 def cmd_compare(args) -> int:
     from .bench import compare
     return compare.compare(args.a, args.b)
-
-
-def cmd_demo(args) -> int:
-    from .bench import suites
-    return suites.demo(args)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -1,0 +1,1 @@
+"""Benchmark statistics, result files, comparison, plots and progress display."""

@@ -1,0 +1,171 @@
+"""The measurement loop every shimlab benchmark uses.
+
+Each configuration runs in several fresh worker processes pinned to one CPU;
+rounds interleave the configurations (never one block after another); the
+results file is saved atomically after every worker, so Ctrl-C loses at most
+the worker in flight and --resume tops each configuration up.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .. import build as build_mod
+from ..errors import RunError
+from . import counters
+from .progress import Progress
+from .results import ResultFile, RunSamples
+
+
+@dataclass(frozen=True)
+class Config:
+    suite: str
+    workload: str                 # path of the program
+    mode: str
+    cc: str
+    input: str | None = None
+    flags: tuple[str, ...] = build_mod.DEFAULT_FLAGS
+
+    @property
+    def workload_name(self) -> str:
+        return Path(self.workload).name
+
+    @property
+    def key(self) -> str:
+        return f"{self.suite}/{self.workload_name}/{self.mode}/{self.cc}"
+
+    def job(self, warmup: int, samples: int, cpu: int | None) -> dict:
+        return {"mode": self.mode, "cc": self.cc, "flags": list(self.flags),
+                "program": self.workload, "input": self.input, "warmup": warmup,
+                "samples": samples, "cpu": cpu}
+
+    def describe(self) -> dict:
+        d = asdict(self)
+        d["flags"] = " ".join(self.flags)
+        d["workload"] = self.workload_name
+        d.pop("input")
+        return d
+
+
+@dataclass
+class Options:
+    processes: int = 3           # fresh worker processes per configuration
+    warmup: int = 1              # runs before measuring, in each worker
+    samples: int = 5             # measured runs in each worker
+    cpu: int | None = None       # CPU to pin workers to (default: the last one)
+    count_instructions: bool = False
+    timeout: float = 600.0
+    quiet: bool = False
+
+
+@dataclass
+class Outcome:
+    results: ResultFile
+    failures: dict[str, str] = field(default_factory=dict)
+    interrupted: bool = False
+
+
+def default_cpu() -> int:
+    cpus = sorted(os.sched_getaffinity(0))
+    return cpus[-1]
+
+
+def run_worker(job: dict, timeout: float) -> dict:
+    """One fresh worker process; a crash or an error becomes RunError."""
+    env = dict(os.environ)
+    src = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    try:
+        proc = subprocess.run([sys.executable, "-m", "shimlab.bench.worker"],
+                              input=json.dumps(job), capture_output=True, text=True,
+                              timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        raise RunError(f"worker timed out after {timeout:.0f} s") from None
+    if proc.returncode < 0:
+        try:
+            name = signal.Signals(-proc.returncode).name
+        except ValueError:
+            name = f"signal {-proc.returncode}"
+        raise RunError(f"worker crashed: killed by {name}")
+    lines = proc.stdout.strip().splitlines()
+    try:
+        out = json.loads(lines[-1]) if lines else {}
+    except json.JSONDecodeError:
+        out = {}
+    if "error" in out:
+        raise RunError(out["error"])
+    if proc.returncode != 0 or "ns" not in out:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RunError(f"worker exited with status {proc.returncode}: {tail}")
+    return out
+
+
+def vm_instruction_count(config: Config) -> int:
+    """VM instructions one run executes (the same in every mode; tested)."""
+    from .. import isolate, vm
+    from ..frontend import load_program
+    program = load_program(config.workload)
+    data = Path(config.input).read_bytes() if config.input else b""
+    b = build_mod.build("switch", None, count=True)
+    result = isolate.call(f"counting {config.workload_name}", vm.run, b, program, data)
+    if result.status:
+        raise RunError(vm.describe_error(program, result))
+    return result.instructions
+
+
+def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcome:
+    outcome = Outcome(results)
+    cpu = opts.cpu if opts.cpu is not None else default_cpu()
+    # Build everything first: workers must never compile inside a round.
+    for c in configs:
+        build_mod.build(c.mode, c.cc, c.flags)
+    vm_counts = {}
+    for c in configs:
+        if c.workload not in vm_counts:
+            vm_counts[c.workload] = vm_instruction_count(c)
+    exact: dict[str, int] = {}
+    use_perf = opts.count_instructions and counters.hardware_counters()[0]
+    if opts.count_instructions and not use_perf:
+        for c in configs:
+            if results.runs_done(c.key) < opts.processes:
+                exact[c.key] = counters.callgrind_instructions(c.job(0, 1, None))
+
+    todo = sum(max(0, opts.processes - results.runs_done(c.key)) for c in configs)
+    progress = Progress(todo, "bench", stream=io.StringIO() if opts.quiet else None)
+    rng = random.Random(len(configs))
+    try:
+        for rnd in range(opts.processes):
+            order = list(configs)
+            rng.shuffle(order)          # a different interleaving every round
+            for c in order:
+                if c.key in outcome.failures or results.runs_done(c.key) > rnd:
+                    continue
+                job = c.job(opts.warmup, opts.samples, cpu)
+                job["perf_instructions"] = use_perf
+                try:
+                    out = run_worker(job, opts.timeout)
+                except RunError as e:
+                    outcome.failures[c.key] = str(e)
+                    progress.step(opts.processes - rnd, note=f"{c.key} FAILED")
+                    continue
+                run = RunSamples(cycles=out["cycles"], ns=out["ns"], warmup_ns=out["warmup_ns"],
+                                 vm_instructions=vm_counts[c.workload],
+                                 instructions=out.get("instructions", exact.get(c.key)),
+                                 worker_pid=out["pid"], cpu=out["cpu"])
+                config = {**c.describe(), "compiler_version": out["compiler_version"],
+                          "build_flags": out["flags"]}
+                results.add(c.key, config, [run], tsc_hz=out["tsc_hz"])
+                results.save()
+                progress.step(note=c.key)
+    except KeyboardInterrupt:
+        outcome.interrupted = True
+    finally:
+        progress.close()
+    return outcome

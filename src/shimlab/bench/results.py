@@ -1,0 +1,427 @@
+"""Result files: pyperf JSON (``python -m pyperf stats/compare_to`` read them)
+carrying shimlab's exact samples and configuration in pyperf metadata.
+
+One pyperf benchmark per configuration, one pyperf run per worker process.
+
+Encoding (all in pyperf metadata, so the data survives any pyperf tool that
+rewrites the file, and pyperf's own loader is the only parser needed):
+
+* run values: seconds per run, ``ns / 1e9`` (exactly invertible for any
+  realistic ns count); warm-up runs: pyperf warmups ``(1, ns / 1e9)``.
+* per run: ``shimlab_cycles`` = TSC cycles per run as comma-separated
+  integers (pyperf metadata values are scalars, so a list must be a string);
+  ``shimlab_instructions``, ``shimlab_vm_instructions``,
+  ``shimlab_worker_pid``, ``shimlab_cpu`` = ints.  Absent means unknown.
+* per configuration (the same on every run, so pyperf stores it once):
+  ``shimlab_format``; ``shimlab_config.<key>`` for each configuration entry,
+  an int/float/string as is, anything else (bool, None, list, a string
+  pyperf would strip or reject) as ``"json:" + json.dumps(value)``;
+  ``shimlab_tsc_hz``, ``shimlab_version``, ``shimlab_git_commit``,
+  ``date``, ``hostname``, ``cpu_model_name``, ``cpu_count`` (pyperf's own
+  names, which it displays and checks for consistency between runs).
+"""
+from __future__ import annotations
+
+import datetime
+import errno
+import gzip
+import io
+import json
+import os
+import platform
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import pyperf
+
+from ..errors import ShimlabError
+
+__all__ = ["RunSamples", "ConfigResult", "ResultFile", "load", "collect_environment",
+           "FORMAT_VERSION"]
+
+FORMAT_VERSION = 1
+
+K_FORMAT = "shimlab_format"
+K_CONFIG = "shimlab_config."
+K_CYCLES = "shimlab_cycles"
+K_INSTRUCTIONS = "shimlab_instructions"
+K_VM_INSTRUCTIONS = "shimlab_vm_instructions"
+K_PID = "shimlab_worker_pid"
+K_CPU = "shimlab_cpu"
+K_TSC_HZ = "shimlab_tsc_hz"
+K_VERSION = "shimlab_version"
+K_GIT = "shimlab_git_commit"
+
+_RUN_KEYS = (K_CYCLES, K_INSTRUCTIONS, K_VM_INSTRUCTIONS, K_PID, K_CPU)
+_PYPERF_RUN_KEYS = ("name", "unit", "loops", "inner_loops", "duration")
+_JSON_TAG = "json:"
+
+
+@dataclass
+class RunSamples:
+    """The samples of one worker process for one configuration."""
+    cycles: list[int]                 # TSC cycles per run; [] if not measured
+    ns: list[int]                     # clock_gettime nanoseconds per run
+    warmup_ns: list[int] = field(default_factory=list)
+    vm_instructions: int | None = None   # VM instructions executed per run
+    instructions: int | None = None      # exact machine instructions per run
+    worker_pid: int | None = None
+    cpu: int | None = None
+
+
+@dataclass
+class ConfigResult:
+    """One configuration as read back from a result file."""
+    key: str
+    config: dict
+    runs: list[RunSamples]
+    metadata: dict     # configuration-level metadata other than the config
+
+    @property
+    def has_cycles(self) -> bool:
+        return all(r.cycles for r in self.runs)
+
+    @property
+    def tsc_hz(self) -> float | None:
+        return self.metadata.get(K_TSC_HZ)
+
+    def ns_groups(self) -> list[list[int]]:
+        return [r.ns for r in self.runs]
+
+    def cycles_groups(self) -> list[list[int]]:
+        return [r.cycles for r in self.runs]
+
+
+# -- metadata encoding -------------------------------------------------------
+
+def _plain_str_ok(value: str) -> bool:
+    # pyperf strips strings and rejects empty ones and newlines, so only
+    # strings that survive that unchanged may be stored as they are.
+    return (bool(value) and value == value.strip() and "\n" not in value
+            and "\r" not in value and not value.startswith(_JSON_TAG))
+
+
+def _encode_value(value):
+    if isinstance(value, bool) or value is None:
+        return _JSON_TAG + json.dumps(value)
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, str) and _plain_str_ok(value):
+        return value
+    try:
+        return _JSON_TAG + json.dumps(value, sort_keys=True, separators=(",", ":"))
+    except TypeError:
+        raise ValueError(f"configuration value {value!r} is not JSON-serialisable") from None
+
+
+def _decode_value(value):
+    if isinstance(value, str) and value.startswith(_JSON_TAG):
+        return json.loads(value[len(_JSON_TAG):])
+    return value
+
+
+def _encode_config(config: dict) -> dict:
+    out = {}
+    for key, value in config.items():
+        if not isinstance(key, str) or not _plain_str_ok(key):
+            raise ValueError(f"configuration key {key!r} must be a non-empty one-line string")
+        out[K_CONFIG + key] = _encode_value(value)
+    return out
+
+
+def _decode_config(metadata: dict) -> dict:
+    return {k[len(K_CONFIG):]: _decode_value(v)
+            for k, v in metadata.items() if k.startswith(K_CONFIG)}
+
+
+def _as_int(value, what: str, minimum: int) -> int:
+    # numpy integers are welcome; floats and bools are a caller's bug.
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise ValueError(f"{what} must be integers, got {value!r}")
+    v = int(value)
+    if v < minimum:
+        raise ValueError(f"{what} must be >= {minimum}, got {v}")
+    return v
+
+
+def _encode_run(run: RunSamples, common: dict) -> pyperf.Run:
+    ns = [_as_int(v, "ns samples", 1) for v in run.ns]
+    if not ns:
+        raise ValueError("a run needs at least one ns sample")
+    cycles = [_as_int(v, "cycles samples", 0) for v in run.cycles]
+    if cycles and len(cycles) != len(ns):
+        raise ValueError(f"{len(cycles)} cycles samples but {len(ns)} ns samples")
+    warmups = [(1, _as_int(v, "warmup ns", 0) / 1e9) for v in run.warmup_ns]
+    metadata = dict(common)
+    if cycles:
+        metadata[K_CYCLES] = ",".join(map(str, cycles))
+    for key, value in ((K_INSTRUCTIONS, run.instructions),
+                       (K_VM_INSTRUCTIONS, run.vm_instructions),
+                       (K_PID, run.worker_pid), (K_CPU, run.cpu)):
+        if value is not None:
+            metadata[key] = _as_int(value, key, 0)
+    return pyperf.Run([v / 1e9 for v in ns], warmups=warmups or None,
+                      metadata=metadata, collect_metadata=False)
+
+
+def _decode_run(run: pyperf.Run) -> RunSamples:
+    md = run.get_metadata()
+    cycles = md.get(K_CYCLES)
+    # pyperf values are per loop iteration; shimlab always writes loops=1,
+    # and for files pyperf wrote itself the per-iteration time is what
+    # compares.
+    return RunSamples(
+        cycles=[int(c) for c in cycles.split(",")] if isinstance(cycles, str) else [],
+        ns=[int(round(v * 1e9)) for v in run.values],
+        warmup_ns=[int(round(v * 1e9)) for _loops, v in run.warmups],
+        vm_instructions=md.get(K_VM_INSTRUCTIONS),
+        instructions=md.get(K_INSTRUCTIONS),
+        worker_pid=md.get(K_PID),
+        cpu=md.get(K_CPU),
+    )
+
+
+def _decode_benchmark(bench: pyperf.Benchmark) -> ConfigResult:
+    common = bench.get_metadata()
+    fmt = common.get(K_FORMAT)
+    if isinstance(fmt, int) and fmt > FORMAT_VERSION:
+        raise ShimlabError(f"benchmark {bench.get_name()!r} was written by a newer "
+                           f"shimlab (format {fmt}, this one reads {FORMAT_VERSION})")
+    metadata = {k: v for k, v in common.items()
+                if not k.startswith(K_CONFIG) and k not in _RUN_KEYS
+                and k not in _PYPERF_RUN_KEYS}
+    return ConfigResult(key=bench.get_name(), config=_decode_config(common),
+                        runs=[_decode_run(r) for r in bench.get_runs()],
+                        metadata=metadata)
+
+
+# -- environment ---------------------------------------------------------------
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip() or None
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _git(*args: str) -> str | None:
+    here = Path(__file__).resolve().parent
+    try:
+        # --no-optional-locks: never take index.lock, other processes may be
+        # using the repository while a benchmark runs.
+        p = subprocess.run(["git", "--no-optional-locks", "-C", str(here), *args],
+                           capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return p.stdout.strip() if p.returncode == 0 else None
+
+
+def _git_commit() -> str | None:
+    commit = _git("rev-parse", "HEAD")
+    if not commit:
+        return None
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return commit + "-dirty" if status else commit
+
+
+def _shimlab_version() -> str:
+    try:
+        import shimlab
+        v = getattr(shimlab, "__version__", None)
+        if v:
+            return str(v)
+    except ImportError:
+        pass
+    try:
+        from importlib.metadata import version
+        return version("shimlab")
+    except Exception:
+        return "unknown"
+
+
+def collect_environment() -> dict:
+    """Metadata describing this machine and checkout, stamped on every config."""
+    env = {
+        "hostname": platform.node() or None,
+        "cpu_model_name": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        K_VERSION: _shimlab_version(),
+        K_GIT: _git_commit(),
+    }
+    return {k: v for k, v in env.items() if v is not None}
+
+
+# -- the file ------------------------------------------------------------------
+
+class ResultFile:
+    """A result file being written (and resumed) by the benchmark harness."""
+
+    def __init__(self, path, environment: dict | None = None):
+        self.path = Path(path)
+        self._environment = environment
+        self._benchmarks: dict[str, pyperf.Benchmark] = {}
+        self._configs: dict[str, dict] = {}
+
+    # reading
+
+    @classmethod
+    def load(cls, path, environment: dict | None = None) -> "ResultFile | None":
+        """The file at path, or None if there is none."""
+        path = Path(path)
+        if not path.exists():
+            return None
+        try:
+            suite = pyperf.BenchmarkSuite.load(str(path))
+        except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError) as e:
+            raise ShimlabError(f"{path}: not a readable pyperf results file ({e})") from None
+        rf = cls(path, environment=environment)
+        for bench in suite.get_benchmarks():
+            name = bench.get_name()
+            rf._benchmarks[name] = bench
+            rf._configs[name] = _decode_config(bench.get_metadata())
+        return rf
+
+    @classmethod
+    def open(cls, path, environment: dict | None = None) -> "ResultFile":
+        """The file at path to resume, or a new empty one."""
+        return cls.load(path, environment) or cls(path, environment)
+
+    def configs(self) -> list[str]:
+        return list(self._benchmarks)
+
+    def configs_done(self) -> set[str]:
+        return set(self._benchmarks)
+
+    def runs_done(self, config_key: str) -> int:
+        bench = self._benchmarks.get(config_key)
+        return bench.get_nrun() if bench is not None else 0
+
+    def get(self, config_key: str) -> ConfigResult:
+        return _decode_benchmark(self._benchmarks[config_key])
+
+    def __contains__(self, config_key: str) -> bool:
+        return config_key in self._benchmarks
+
+    def __len__(self) -> int:
+        return len(self._benchmarks)
+
+    def __iter__(self) -> Iterator[ConfigResult]:
+        return (self.get(k) for k in self._benchmarks)
+
+    # writing
+
+    @property
+    def environment(self) -> dict:
+        if self._environment is None:
+            self._environment = collect_environment()
+        return self._environment
+
+    def add(self, config_key: str, config: dict, runs: list[RunSamples], *,
+            tsc_hz: float | None = None, metadata: dict | None = None) -> None:
+        """Record runs of one configuration (appending if it already has some).
+
+        Everything is validated before anything changes, so a bad sample
+        raises ValueError here rather than corrupting a later save().
+        """
+        if not isinstance(config_key, str) or not _plain_str_ok(config_key):
+            raise ValueError(f"config key {config_key!r} must be a non-empty one-line string")
+        if not runs:
+            raise ValueError("no runs to add")
+        encoded_config = _encode_config(config)
+        normal_config = _decode_config(encoded_config)
+        if config_key in self._configs and self._configs[config_key] != normal_config:
+            raise ValueError(f"config {config_key!r} is already recorded with a different "
+                             f"configuration: {self._configs[config_key]} != {normal_config}")
+        common = {"name": config_key, "unit": "second", K_FORMAT: FORMAT_VERSION,
+                  "date": datetime.datetime.now().isoformat(sep=" ", timespec="seconds")}
+        common.update(self.environment)
+        common.update(encoded_config)
+        if tsc_hz is not None:
+            common[K_TSC_HZ] = float(tsc_hz)
+        if metadata:
+            clash = set(metadata) & (set(_RUN_KEYS) | {"name", "unit", K_FORMAT})
+            clash |= {k for k in metadata if k.startswith(K_CONFIG)}
+            if clash:
+                raise ValueError(f"metadata keys reserved by shimlab: {sorted(clash)}")
+            common.update(metadata)
+        new_runs = [_encode_run(r, common) for r in runs]
+
+        bench = self._benchmarks.get(config_key)
+        if bench is None:
+            bench = pyperf.Benchmark(new_runs)
+        else:
+            # Validate on a copy: pyperf's add_run may fail half way through.
+            bench = pyperf.Benchmark(bench.get_runs())
+            for run in new_runs:
+                bench.add_run(run)
+        self._benchmarks[config_key] = bench
+        self._configs[config_key] = normal_config
+
+    def dumps(self) -> str:
+        if not self._benchmarks:
+            raise ValueError("no configurations to save")
+        buf = io.StringIO()
+        pyperf.BenchmarkSuite(list(self._benchmarks.values())).dump(buf)
+        return buf.getvalue()
+
+    def save(self) -> None:
+        """Write the file atomically: readers see the old or the new file, whole."""
+        data = self.dumps().encode("utf-8")
+        if self.path.suffix == ".gz":
+            data = gzip.compress(data, mtime=0)
+        _atomic_write(self.path, data)
+
+
+def load(path, environment: dict | None = None) -> ResultFile | None:
+    """The result file at path, or None if there is none."""
+    return ResultFile.load(path, environment)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    directory = path.parent if str(path.parent) else Path(".")
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o644
+    # Same directory as the target, so os.replace is a rename on one
+    # filesystem, which POSIX makes atomic.
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                if n <= 0:
+                    raise OSError(errno.EIO, "short write")
+                view = view[n:]
+            os.fchmod(fd, mode)
+            # Data must reach the disk before the rename does, or a crash
+            # could leave the new name pointing at an empty file.
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    try:
+        dfd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)   # make the rename itself durable
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)

@@ -1,0 +1,228 @@
+"""Statistics for benchmark samples: medians with bootstrap confidence intervals.
+
+Numpy only.  Every bootstrap is deterministic for a given seed.  Samples may be
+a flat array (i.i.d. samples) or a list of arrays, one per worker process, in
+which case the bootstrap resamples processes first and samples within them.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+__all__ = [
+    "median", "bootstrap_ci", "ratio_ci", "verdict", "geometric_mean_ratio",
+    "Summary", "summarize",
+]
+
+Stat = Callable[..., np.ndarray]
+
+# Upper bound on the number of elements of one resampled block, so that a
+# large n_boot times a large sample never allocates more than ~16 MB at once.
+_CHUNK_ELEMENTS = 2_000_000
+
+
+def median(x) -> float:
+    """Median of the samples (pooled if given one array per process)."""
+    return float(np.median(_pooled(x)))
+
+
+def _pooled(x) -> np.ndarray:
+    kind, data = _prepare(x)
+    if kind == "flat":
+        return data
+    return np.concatenate(data)
+
+
+def _prepare(x):
+    """("flat", 1-D array) or ("groups", [1-D arrays]) for the two bootstraps.
+
+    A 2-D array or a sequence of sequences means one row per worker process.
+    A single group is just flat samples.
+    """
+    if isinstance(x, np.ndarray):
+        if x.ndim == 1:
+            groups = None
+            flat = x
+        elif x.ndim == 2:
+            groups = list(x)
+        else:
+            raise ValueError("samples must be 1-D, or 2-D with one row per process")
+    else:
+        seq = list(x)
+        if seq and isinstance(seq[0], (Sequence, np.ndarray)) and not isinstance(seq[0], str):
+            groups = seq
+        else:
+            groups = None
+            flat = seq
+    if groups is None:
+        arr = np.asarray(flat, dtype=np.float64)
+        if arr.size == 0:
+            raise ValueError("no samples")
+        return "flat", arr
+    arrays = [np.asarray(g, dtype=np.float64).ravel() for g in groups]
+    arrays = [a for a in arrays if a.size]
+    if not arrays:
+        raise ValueError("no samples")
+    if len(arrays) == 1:
+        return "flat", arrays[0]
+    return "groups", arrays
+
+
+def _apply(stat: Stat, block: np.ndarray) -> np.ndarray:
+    try:
+        out = stat(block, axis=1)
+    except TypeError:
+        # A statistic without an axis argument still works, only slower.
+        out = np.array([stat(row) for row in block])
+    return np.asarray(out, dtype=np.float64)
+
+
+def _boot_stats(x, stat: Stat, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """n_boot bootstrap replicates of stat(x), drawn in vectorised chunks."""
+    if n_boot < 1:
+        raise ValueError("n_boot must be >= 1")
+    kind, data = _prepare(x)
+    out = np.empty(n_boot, dtype=np.float64)
+    if kind == "flat":
+        n = data.size
+        chunk = max(1, _CHUNK_ELEMENTS // n)
+        for start in range(0, n_boot, chunk):
+            m = min(chunk, n_boot - start)
+            idx = rng.integers(0, n, size=(m, n))
+            out[start:start + m] = _apply(stat, data[idx])
+        return out
+
+    # Two-level bootstrap: processes differ (code layout, ASLR, frequency), so
+    # pooling their samples as if i.i.d. would understate the uncertainty.
+    # Each resampled process contributes the same number of samples (the
+    # largest group's size), i.e. processes are weighted equally.
+    g = len(data)
+    size = max(a.size for a in data)
+    lengths = np.array([a.size for a in data])
+    offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    flat = np.concatenate(data)
+    per_boot = g * size
+    chunk = max(1, _CHUNK_ELEMENTS // per_boot)
+    for start in range(0, n_boot, chunk):
+        m = min(chunk, n_boot - start)
+        which = rng.integers(0, g, size=(m, g))
+        u = rng.random(size=(m, g, size))
+        within = (u * lengths[which][..., None]).astype(np.int64)
+        idx = (offsets[which][..., None] + within).reshape(m, per_boot)
+        out[start:start + m] = _apply(stat, flat[idx])
+    return out
+
+
+def _interval(reps: np.ndarray, alpha: float) -> tuple[float, float]:
+    if not 0.0 < alpha < 1.0:
+        raise ValueError("alpha must be in (0, 1)")
+    lo, hi = np.quantile(reps, [alpha / 2.0, 1.0 - alpha / 2.0])
+    return float(lo), float(hi)
+
+
+def bootstrap_ci(x, stat: Stat = np.median, n_boot: int = 2000,
+                 alpha: float = 0.05, seed: int = 0) -> tuple[float, float]:
+    """Percentile-bootstrap (1 - alpha) interval of stat(x)."""
+    rng = np.random.default_rng(seed)
+    return _interval(_boot_stats(x, stat, n_boot, rng), alpha)
+
+
+def ratio_ci(a, b, stat: Stat = np.median, n_boot: int = 2000,
+             alpha: float = 0.05, seed: int = 0) -> tuple[float, float, float]:
+    """(stat(a)/stat(b), lo, hi), resampling a and b independently.
+
+    With a = times of the new variant and b = times of the baseline, a ratio
+    below 1 means the new variant is faster.
+    """
+    ratio, reps = _ratio_reps(a, b, stat, n_boot, np.random.default_rng(seed))
+    lo, hi = _interval(reps, alpha)
+    return ratio, lo, hi
+
+
+def _ratio_reps(a, b, stat, n_boot, rng):
+    sa = float(stat(_pooled(a)))
+    sb = float(stat(_pooled(b)))
+    if sb == 0.0:
+        raise ValueError("statistic of the baseline samples is zero")
+    ra = _boot_stats(a, stat, n_boot, rng)
+    rb = _boot_stats(b, stat, n_boot, rng)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        reps = ra / rb
+    return sa / sb, reps
+
+
+def verdict(ratio: float, lo: float, hi: float, threshold: float = 0.0) -> str:
+    """"faster", "slower" or "not significant" for ratio = time(new)/time(base).
+
+    The interval must lie wholly beyond 1 -/+ threshold, so a threshold of
+    0.01 ignores differences smaller than 1% however certain they are.
+    """
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "not significant"
+    if hi < 1.0 - threshold:
+        return "faster"
+    if lo > 1.0 + threshold:
+        return "slower"
+    return "not significant"
+
+
+def geometric_mean_ratio(ratios_with_samples: Iterable, stat: Stat = np.median,
+                         n_boot: int = 2000, alpha: float = 0.05,
+                         seed: int = 0) -> tuple[float, float, float]:
+    """Geometric mean over programs of stat(new)/stat(base), with an interval.
+
+    ratios_with_samples holds one (new_samples, base_samples) pair per
+    program.  Each bootstrap replicate resamples every program's samples and
+    takes the geometric mean of the resampled ratios.
+    """
+    pairs = list(ratios_with_samples)
+    if not pairs:
+        raise ValueError("no programs")
+    rng = np.random.default_rng(seed)
+    logs = []
+    log_reps = np.zeros(n_boot, dtype=np.float64)
+    for a, b in pairs:
+        ratio, reps = _ratio_reps(a, b, stat, n_boot, rng)
+        if ratio <= 0:
+            raise ValueError("ratios must be positive for a geometric mean")
+        logs.append(math.log(ratio))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_reps += np.log(reps)
+    gm = math.exp(math.fsum(logs) / len(logs))
+    lo, hi = _interval(np.exp(log_reps / len(pairs)), alpha)
+    return gm, lo, hi
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    median: float
+    lo: float                 # bootstrap interval of the median
+    hi: float
+    mean: float
+    stdev: float              # sample standard deviation (0 for one sample)
+    min: float
+    max: float
+    rel_ci_halfwidth: float   # (hi - lo) / 2 / median: the precision reached
+
+
+def summarize(x, n_boot: int = 2000, alpha: float = 0.05, seed: int = 0) -> Summary:
+    """Summary of the samples (pooled; the interval respects process groups)."""
+    pooled = _pooled(x)
+    med = float(np.median(pooled))
+    lo, hi = bootstrap_ci(x, np.median, n_boot=n_boot, alpha=alpha, seed=seed)
+    n = int(pooled.size)
+    return Summary(
+        n=n,
+        median=med,
+        lo=lo,
+        hi=hi,
+        mean=float(np.mean(pooled)),
+        stdev=float(np.std(pooled, ddof=1)) if n > 1 else 0.0,
+        min=float(np.min(pooled)),
+        max=float(np.max(pooled)),
+        rel_ci_halfwidth=(hi - lo) / 2.0 / med if med else math.inf,
+    )

@@ -1,0 +1,213 @@
+"""The benchmark suites behind `shimlab bench ...` and `shimlab demo`.
+
+`bench dispatch`: every dispatch variant x every compiler that can build it,
+on BF and minipy workloads; cycles per executed VM instruction, ratios to the
+same compiler's goto build with bootstrap intervals, and the baseline check
+printed next to the numbers.
+"""
+from __future__ import annotations
+
+import datetime
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .. import build as build_mod
+from .. import cases, inspect, toolchain
+from ..errors import ShimlabError
+from . import harness, stats
+from .results import ResultFile
+from .table import table
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLES = ROOT / "examples"
+
+# (program, input) per suite size; quick ones run a few ms each
+DISPATCH_WORKLOADS = {
+    "quick": ["bf/nested.bf", "minipy/collatz.py"],
+    "full": ["bf/heavy.bf", "bf/squares.bf", "bf/nested.bf", "minipy/heavy.py",
+             "minipy/collatz.py", "minipy/fib.py"],
+}
+PRESETS = {   # processes, warmup, samples
+    "quick": (2, 1, 5),
+    "full": (5, 2, 15),
+}
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("bench", help="run a benchmark suite")
+    bsub = p.add_subparsers(dest="suite", required=True)
+    d = bsub.add_parser("dispatch", help="dispatch variants x compilers, ratios to goto")
+    d.add_argument("--quick", action="store_true", help="small workloads, < 1 minute")
+    d.add_argument("--cc", action="append", help="compiler(s) to include (default: all)")
+    d.add_argument("--mode", action="append", choices=cases.VARIANTS)
+    d.add_argument("--workload", action="append", help="program file(s) instead of the defaults")
+    d.add_argument("--processes", type=int, help="worker processes per configuration")
+    d.add_argument("--warmup", type=int, help="warm-up runs per worker")
+    d.add_argument("--samples", type=int, help="measured runs per worker")
+    d.add_argument("--cpu", type=int, help="CPU to pin workers to (default: the last)")
+    d.add_argument("--count", choices=["instructions"],
+                   help="also count machine instructions (perf counters or callgrind)")
+    d.add_argument("-o", "--output", help="results file (default: results/dispatch-DATE.json)")
+    d.add_argument("--resume", metavar="FILE", help="continue an interrupted results file")
+    d.add_argument("--plot", action="store_true", help="write PNG and SVG plots next to it")
+    d.set_defaults(fn=lambda args: main(args))
+
+    demo_p = sub.add_parser("demo", help="set-up check plus the headline benchmark, small")
+    demo_p.set_defaults(fn=lambda args: demo(args))
+
+
+def dispatch_configs(args) -> list[harness.Config]:
+    size = "quick" if args.quick else "full"
+    workloads = args.workload or [str(EXAMPLES / w) for w in DISPATCH_WORKLOADS[size]]
+    compilers = [toolchain.get_compiler(n) for n in args.cc] if args.cc else \
+        toolchain.find_compilers()
+    modes = args.mode or list(cases.VARIANTS)
+    configs = []
+    for w in workloads:
+        if not Path(w).exists():
+            raise ShimlabError(f"{w}: no such workload")
+        inp = Path(w).with_suffix(".in")
+        for cc in compilers:
+            for mode in modes:
+                if cc.features >= set(toolchain.MODE_FEATURES[mode]):
+                    configs.append(harness.Config("dispatch", w, mode, cc.name,
+                                                  str(inp) if inp.exists() else None))
+    if not configs:
+        raise ShimlabError("no configuration to run (no compiler builds the chosen modes)")
+    return configs
+
+
+def _per_instruction(samples, vm_instructions: int) -> np.ndarray:
+    return np.asarray(samples, dtype=float) / vm_instructions
+
+
+def report(results: ResultFile, configs: list[harness.Config], out=sys.stdout) -> list[dict]:
+    """Print the table; return the ratio rows (for plots and tests)."""
+    checks = {}
+    for cc in sorted({c.cc for c in configs}):
+        for mode in ("goto", "goto-merged"):
+            if any(c.cc == cc and c.mode == mode for c in configs):
+                checks[(mode, cc)] = inspect.analyze(build_mod.build(mode, cc))
+    rows, ratio_rows = [], []
+    for w in dict.fromkeys(c.workload for c in configs):
+        for cc in dict.fromkeys(c.cc for c in configs):
+            base_key = f"dispatch/{Path(w).name}/goto/{cc}"
+            base = results.get(base_key) if base_key in results else None
+            for c in configs:
+                if c.workload != w or c.cc != cc or c.key not in results:
+                    continue
+                r = results.get(c.key)
+                n = r.runs[0].vm_instructions
+                cyc = [_per_instruction(g, n) for g in r.cycles_groups()]
+                med = stats.median(cyc)
+                lo, hi = stats.bootstrap_ci(cyc)
+                ratio = rlo = rhi = None
+                verdict = ""
+                if base is not None:
+                    bcyc = [_per_instruction(g, n) for g in base.cycles_groups()]
+                    ratio, rlo, rhi = stats.ratio_ci(cyc, bcyc)
+                    verdict = "baseline" if c.mode == "goto" else stats.verdict(ratio, rlo, rhi)
+                    flagged = checks.get(("goto", cc))
+                    if flagged is not None and flagged.flagged and c.mode != "goto":
+                        verdict += " (vs MERGED goto!)"
+                    ratio_rows.append({"label": f"{Path(w).name} {c.mode}/{cc}", "ratio": ratio,
+                                       "lo": rlo, "hi": rhi, "workload": Path(w).name,
+                                       "mode": c.mode, "cc": cc, "verdict": verdict})
+                rows.append((Path(w).name, cc, c.mode, f"{n:,}", f"{med:.3f}",
+                             f"[{lo:.3f}, {hi:.3f}]",
+                             "" if ratio is None else f"{ratio:.3f}",
+                             "" if ratio is None else f"[{rlo:.3f}, {rhi:.3f}]", verdict))
+            rows.append(None)
+    print(table(rows[:-1] if rows and rows[-1] is None else rows,
+                ["workload", "compiler", "mode", "VM instrs/run", "cycles/instr", "95% CI",
+                 "vs goto", "95% CI", "verdict"], align="lllrrlrll"), file=out)
+    print("cycles/instr: TSC cycles per executed VM instruction (median over all samples of "
+          "all worker processes); vs goto: time ratio to the same compiler's goto build "
+          "(< 1 is faster), bootstrap 95% intervals.", file=out)
+    _print_geomeans(results, configs, out)
+    print("\nbaseline check (shimlab dis --native --mode goto --cc CC for details):", file=out)
+    for (mode, cc), rep in sorted(checks.items()):
+        print(f"  {'!! ' if rep.flagged and mode == 'goto' else '   '}{rep.summary()}", file=out)
+    if any(rep.flagged for (mode, _), rep in checks.items() if mode == "goto"):
+        print("WARNING: a real goto build is MERGED (one shared dispatch jump): ratios against "
+              "it flatter every other variant. Compare against an unflagged goto build.",
+              file=out)
+    return ratio_rows
+
+
+def _print_geomeans(results, configs, out) -> None:
+    combos = dict.fromkeys((c.mode, c.cc) for c in configs if c.mode != "goto")
+    lines = []
+    for mode, cc in combos:
+        pairs = []
+        for w in dict.fromkeys(c.workload for c in configs):
+            k = f"dispatch/{Path(w).name}/{mode}/{cc}"
+            b = f"dispatch/{Path(w).name}/goto/{cc}"
+            if k in results and b in results:
+                pairs.append((results.get(k).cycles_groups(), results.get(b).cycles_groups()))
+        if len(pairs) > 1:
+            g, lo, hi = stats.geometric_mean_ratio(pairs)
+            lines.append((f"{mode}/{cc}", f"{g:.3f}", f"[{lo:.3f}, {hi:.3f}]",
+                          stats.verdict(g, lo, hi)))
+    if lines:
+        print("\ngeometric mean over workloads, time vs the same compiler's goto:", file=out)
+        print(table(lines, ["variant", "ratio", "95% CI", "verdict"], align="lrll"), file=out)
+
+
+def _result_path(args, suite: str) -> Path:
+    if args.resume:
+        return Path(args.resume)
+    if args.output:
+        return Path(args.output)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return ROOT / "results" / f"{suite}-{stamp}.json"
+
+
+def main(args) -> int:
+    if args.suite != "dispatch":
+        raise ShimlabError(f"unknown suite {args.suite}")
+    configs = dispatch_configs(args)
+    preset = PRESETS["quick" if args.quick else "full"]
+    opts = harness.Options(processes=args.processes or preset[0],
+                           warmup=args.warmup if args.warmup is not None else preset[1],
+                           samples=args.samples or preset[2], cpu=args.cpu,
+                           count_instructions=args.count == "instructions")
+    path = _result_path(args, "dispatch")
+    if args.resume and not path.exists():
+        raise ShimlabError(f"{path}: nothing to resume")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    results = ResultFile.open(path)
+    print(f"{len(configs)} configurations x {opts.processes} worker processes x "
+          f"{opts.samples} samples, pinned to CPU {opts.cpu if opts.cpu is not None else harness.default_cpu()}",
+          file=sys.stderr)
+    outcome = harness.measure(configs, results, opts)
+    for key, why in outcome.failures.items():
+        print(f"shimlab: {key}: {why}", file=sys.stderr)
+    if outcome.interrupted:
+        print(f"shimlab: interrupted; finished runs are in {path}; continue with "
+              f"--resume {path}", file=sys.stderr)
+        return 130
+    rows = report(results, [c for c in configs if c.key in results])
+    print(f"\nresults: {path}  (python -m pyperf stats {path.name} works on it)")
+    if args.plot:
+        from . import plot
+        for p in plot.plot_distributions(results, path.with_suffix("")) + \
+                plot.plot_ratios([r for r in rows if r["mode"] != "goto"],
+                                 str(path.with_suffix("")) + "-ratios", "goto"):
+            print(f"plot: {p}")
+    return 1 if outcome.failures else 0
+
+
+def demo(args) -> int:
+    """What `make demo` runs: the toolchain, then the headline benchmark, small."""
+    from .. import doctor
+    import argparse
+    if doctor.run() != 0:
+        return 1
+    print("\n== shimlab bench dispatch --quick ==\n", flush=True)
+    ns = argparse.Namespace(suite="dispatch", quick=True, cc=None, mode=None, workload=None,
+                            processes=None, warmup=None, samples=None, cpu=None, count=None,
+                            output=None, resume=None, plot=False)
+    return main(ns)

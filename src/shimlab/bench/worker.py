@@ -1,0 +1,68 @@
+"""One benchmark worker process: `python -m shimlab.bench.worker < job.json`.
+
+A fresh process per (configuration, repetition), pinned to one CPU.  The
+timed region is inside C (sl_run); this process only loads the program,
+calibrates the TSC against clock_gettime, and prints one JSON line.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+
+def calibrate_tsc(lib, seconds: float = 0.05) -> float:
+    """TSC ticks per second, measured against CLOCK_MONOTONIC."""
+    c0, n0 = lib.sl_tsc_now(), lib.sl_clock_ns()
+    time.sleep(seconds)
+    c1, n1 = lib.sl_tsc_now(), lib.sl_clock_ns()
+    return (c1 - c0) * 1e9 / (n1 - n0)
+
+
+def run_job(job: dict) -> dict:
+    from .. import build, vm
+    from ..frontend import load_program
+
+    if job.get("cpu") is not None:
+        os.sched_setaffinity(0, {int(job["cpu"])})
+    b = build.build(job["mode"], job["cc"], tuple(job.get("flags") or build.DEFAULT_FLAGS))
+    program = load_program(job["program"])
+    data = b""
+    if job.get("input"):
+        with open(job["input"], "rb") as f:
+            data = f.read()
+    with vm.Loaded(b, program, data) as loaded:
+        tsc_hz = calibrate_tsc(loaded.lib)
+        warmup_ns = []
+        for _ in range(int(job.get("warmup", 1))):
+            result = loaded.run()
+            if result.status:
+                raise SystemExit(f"{job['program']}: {vm.describe_error(program, result)}")
+            warmup_ns.append(loaded.ns)
+        cycles, ns = loaded.bench(0, int(job.get("samples", 5)))
+        out = {"cycles": cycles, "ns": ns, "warmup_ns": warmup_ns, "tsc_hz": tsc_hz,
+               "pid": os.getpid(), "cpu": os.sched_getaffinity(0) and sorted(os.sched_getaffinity(0))[0],
+               "compiler_version": b.compiler.version, "flags": " ".join(b.command_flags)}
+        if job.get("perf_instructions"):
+            from .counters import count_run_instructions
+            out["instructions"] = count_run_instructions(loaded)
+    return out
+
+
+def main() -> int:
+    job = json.loads(sys.stdin.read())
+    try:
+        out = run_job(job)
+    except SystemExit as e:
+        print(json.dumps({"error": str(e.code)}))
+        return 1
+    except Exception as e:   # reported by the harness as this configuration's failure
+        print(json.dumps({"error": f"{type(e).__name__}: {e}"}))
+        return 1
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
