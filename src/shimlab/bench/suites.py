@@ -30,7 +30,7 @@ DISPATCH_WORKLOADS = {
              "minipy/collatz.py", "minipy/fib.py"],
 }
 PRESETS = {   # processes, warmup, samples
-    "quick": (2, 1, 5),
+    "quick": (3, 2, 15),
     "full": (5, 2, 15),
 }
 
