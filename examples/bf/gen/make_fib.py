@@ -15,6 +15,15 @@ WIDTH = 20
 ROUNDS = 49  # two numbers a round: F(0) .. F(97)
 
 
+def expected() -> bytes:
+    a, b, out = 0, 1, []
+    for _ in range(2 * ROUNDS):
+        assert a < 10 ** WIDTH
+        out.append(f"{a}\n")
+        a, b = b, a + b
+    return "".join(out).encode()
+
+
 def build() -> BF:
     bf = BF()
     a = bf.reserve(WIDTH)
@@ -53,3 +62,4 @@ if __name__ == "__main__":
         "(F of 97 is the last one below ten to the power twenty)",
         "the numbers are kept as twenty decimal digit cells each and added digit by digit with carries",
     ], build())
+    (HERE.parent / "fib.out").write_bytes(expected())

@@ -88,7 +88,8 @@ def build() -> BF:
             for i, d in enumerate(x):
                 bf.move(d, {v: 3})
                 bf.move(carry, {v: 1})
-                bf.divmod10_move_fast(v, d, x[i + 1] if i + 1 < WIDTH else sink)
+                bf.divmod10_move_fast(v, d, carry)
+            bf.move(carry, {sink: 1})
             bf.clear(sink)
 
     bf.comment("n starts at 1")

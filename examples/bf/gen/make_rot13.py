@@ -17,6 +17,21 @@ SHIFTS = {65: 13, 78: -26, 91: 13, 97: 13, 110: -26, 123: 13}
 assert sum(SHIFTS.values()) == 0
 
 
+SAMPLE = (
+    "Why did the chicken cross the road? Gb trg gb gur bgure fvqr!\n"
+    "The Quick Brown Fox Jumps Over The Lazy Dog 0123456789\n"
+    "abcdefghijklmnopqrstuvwxyz\nABCDEFGHIJKLMNOPQRSTUVWXYZ\n"
+    "Edges: @AMNZ[ `amnz{ and ~!#$%^&*()_+-=<>[].,;:'\"/\\|\n"
+    "shimlab dispatches interpreters; ROT13 twice is the identity.\n"
+    "Non-ASCII bytes stay as they are: caf\u00e9 \u00fcber na\u00efve \u2713\n"
+).encode() + bytes(range(1, 256)) + b"\nend\n"
+
+
+def rot13(data: bytes) -> bytes:
+    return bytes(c + 13 if 65 <= c <= 77 or 97 <= c <= 109 else
+                 c - 13 if 78 <= c <= 90 or 110 <= c <= 122 else c for c in data)
+
+
 def build() -> BF:
     bf = BF(first_free=3)
     c, t, shift = 0, 1, 2
@@ -51,3 +66,5 @@ if __name__ == "__main__":
         "letters A to Z and a to z are rotated by 13 places; all other bytes pass unchanged",
         "(a zero byte in the input ends the program like the end of input)",
     ], build())
+    (HERE.parent / "rot13.in").write_bytes(SAMPLE)
+    (HERE.parent / "rot13.out").write_bytes(rot13(SAMPLE))

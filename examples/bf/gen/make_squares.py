@@ -14,6 +14,10 @@ HERE = Path(__file__).resolve().parent
 LAST_ROOT = 100  # prints 0*0 .. LAST_ROOT*LAST_ROOT
 
 
+def expected() -> bytes:
+    return "".join(f"{i * i}\n" for i in range(LAST_ROOT + 1)).encode()
+
+
 def build() -> BF:
     bf = BF()
     square = bf.reserve(5)
@@ -40,3 +44,4 @@ if __name__ == "__main__":
         "squares: prints the squares of 0 to 100 in decimal with one square a line",
         "the square is kept as five decimal digit cells and grows by the odd numbers 1 3 5 and so on",
     ], build())
+    (HERE.parent / "squares.out").write_bytes(expected())
