@@ -25,9 +25,9 @@ EXAMPLES = ROOT / "examples"
 
 # (program, input) per suite size; quick ones run a few ms each
 DISPATCH_WORKLOADS = {
-    "quick": ["bf/nested.bf", "minipy/collatz.py"],
-    "full": ["bf/heavy.bf", "bf/squares.bf", "bf/nested.bf", "minipy/heavy.py",
-             "minipy/collatz.py", "minipy/fib.py"],
+    "quick": ["bf/nested.bf", "minipy/nested_loops.py"],
+    "full": ["bf/squares.bf", "bf/rot13.bf", "bf/nested.bf", "bf/fib.bf", "minipy/fib.py",
+             "minipy/sieve.py", "minipy/nested_loops.py"],
 }
 PRESETS = {   # processes, warmup, samples
     "quick": (3, 2, 15),

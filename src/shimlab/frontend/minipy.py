@@ -9,7 +9,8 @@ Supported:
     ignored; defaults, *args, **kwargs, keyword-only parameters and decorators
     are rejected) and ordinary statements, which form the entry function
     "<module>" (function 0, ends in HALT).  `if __name__ == "__main__":` at
-    module level is accepted and treated as always true.  Docstrings and any
+    module level is accepted and treated as always true (its body may hold
+    defs; an else branch is never compiled).  Docstrings and any
     other bare string statement are ignored.
   * int literals, True/False, local variables, the operators
     + - * // % << >> & | ^, unary - + ~ not, comparisons < <= == != > >=
@@ -30,8 +31,8 @@ function is the compile-time error "name 'x' is not defined".  Function names
 cannot be assigned to or used as values.
 
 Where minipy differs from Python:
-  * integers are int64 and wrap around on overflow (so do literals' negations;
-    a literal itself must fit in int64); `x << n` with n >= 64 gives 0;
+  * integers are int64 and wrap around on overflow; a literal must fit in
+    int64 (-9223372036854775808 included); `x << n` with n >= 64 gives 0;
   * booleans are ints: comparisons, `not` and True/False yield 0 or 1, so
     `print(1 < 2)` prints 1 where Python prints True;
   * locals start at 0: reading a variable before it is assigned yields 0
@@ -63,6 +64,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import sys
 from typing import Optional
 
 from .. import isa
@@ -107,6 +109,7 @@ _EXPR_NAMES = {
     "YieldFrom": "yield from", "Starred": "starred expression", "Slice": "slice",
 }
 _BUILTIN_CALLS = ("print", "range")
+_RECURSION_LIMIT = 8000
 
 
 def _describe(node: ast.AST, table: dict[str, str]) -> str:
@@ -337,9 +340,6 @@ class _FunctionCompiler:
             self.at(self.node)
             self.load_int(0)
             self.emit("RETURN")
-        if self.asm.pc == entry:   # cannot happen (the entry is reachable); be safe
-            self.reachable = True
-            self.emit("HALT" if self.is_main else "RETURN")
         return Function(self.name, entry, len(self.params), len(self.local_names),
                         list(self.local_names))
 
@@ -461,8 +461,6 @@ class _FunctionCompiler:
         if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
                 and it.func.id == "range"):
             raise self.error(it, "unsupported for loop: only 'for x in range(...)' is supported")
-        if it.func.id in self.slots:
-            raise self.error(it, "unsupported for loop: 'range' is a variable")
         if it.keywords:
             raise self.error(it.keywords[0], "unsupported keyword argument")
         for a in it.args:
@@ -540,26 +538,28 @@ class _FunctionCompiler:
             self.at(node)
             self.emit("PRINT_BYTE", 10)
             return
-        if len(args) > 1 and any(_may_fail_or_act(a) for a in args[1:]):
-            # Python evaluates every argument before printing anything
-            temps = []
-            for a in args:
-                self.expr(a)
-                t = self.temp()
-                temps.append(t)
-                self.at(node)
-                self.emit("STORE_LOCAL", t)
-            self.at(node)
-            for i, t in enumerate(temps):
-                self.emit("LOAD_LOCAL", t)
-                self.emit("PRINT", 10 if i == len(temps) - 1 else 32)
-            for t in reversed(temps):
-                self.release(t)
-            return
+        # Python evaluates every argument before printing anything.  An argument that
+        # may call, print or fail is evaluated first, in order, into a temporary; the
+        # others are evaluated as they are printed, which gives the same values since
+        # nothing an expression does can change the caller's locals.
+        temps: dict[int, int] = {}
+        if any(_may_fail_or_act(a) for a in args[1:]):
+            for i, a in enumerate(args):
+                if _may_fail_or_act(a):
+                    temps[i] = self.temp()
+                    self.expr(a)
+                    self.at(node)
+                    self.emit("STORE_LOCAL", temps[i])
         for i, a in enumerate(args):
-            self.expr(a)
+            if i in temps:
+                self.at(node)
+                self.emit("LOAD_LOCAL", temps[i])
+            else:
+                self.expr(a)
             self.at(node)
             self.emit("PRINT", 10 if i == len(args) - 1 else 32)
+        for t in reversed(temps.values()):
+            self.release(t)
 
     # -- expressions ------------------------------------------------------------
 
@@ -796,16 +796,31 @@ class _FunctionCompiler:
 
 def compile_source(source: str, filename: str = "<minipy>") -> Program:
     """Compile minipy source to an (unverified) Program; errors are FrontendError."""
+    # the compiler recurses over the tree: allow long `1 + 1 + ... + 1` chains
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
+    try:
+        return _compile(source, filename)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _compile(source: str, filename: str) -> Program:
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as e:
         line = e.lineno or 1
         col = e.offset or 1
         raise FrontendError(f"{filename}:{line}:{col}: syntax error: {e.msg}") from None
-    except (ValueError, MemoryError, RecursionError) as e:
+    except (RecursionError, MemoryError):
+        raise FrontendError(_too_deep(filename)) from None
+    except ValueError as e:   # e.g. NUL bytes in the source
         raise FrontendError(f"{filename}:1:1: cannot parse: {e}") from None
     try:
         return _ModuleCompiler(filename).compile(tree)
     except RecursionError:
-        raise FrontendError(f"{filename}:1:1: unsupported nesting depth "
-                            f"(expression or block nested too deeply)") from None
+        raise FrontendError(_too_deep(filename)) from None
+
+
+def _too_deep(filename: str) -> str:
+    return f"{filename}:1:1: unsupported nesting depth (expression or block nested too deeply)"
