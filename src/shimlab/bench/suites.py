@@ -30,7 +30,7 @@ DISPATCH_WORKLOADS = {
              "minipy/sieve.py", "minipy/nested_loops.py"],
 }
 PRESETS = {   # processes, warmup, samples
-    "quick": (3, 2, 15),
+    "quick": (4, 2, 30),
     "full": (5, 2, 15),
 }
 
