@@ -42,10 +42,19 @@ int sl_check_code(const sl_vm *vm) {
     return 0;
 }
 
+/* Page-aligned and zeroed: the same cache-set layout in every worker
+ * process, whatever addresses malloc hands out, so processes differ less. */
+static void *sl_alloc_pages(size_t bytes) {
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, bytes ? bytes : 1)) return NULL;
+    memset(p, 0, bytes);
+    return p;
+}
+
 int sl_prepare(sl_vm *vm) {
-    vm->stack = calloc((size_t)vm->stack_size, sizeof(int64_t));
-    vm->frames = calloc((size_t)vm->max_depth + 1, sizeof(sl_frame));
-    vm->tape = calloc((size_t)vm->tape_len + 1, 1);
+    vm->stack = sl_alloc_pages((size_t)vm->stack_size * sizeof(int64_t));
+    vm->frames = sl_alloc_pages(((size_t)vm->max_depth + 1) * sizeof(sl_frame));
+    vm->tape = sl_alloc_pages((size_t)vm->tape_len + 1);
     vm->out_cap = 1 << 16;
     vm->out = malloc((size_t)vm->out_cap);
     if (!vm->stack || !vm->frames || !vm->tape || !vm->out) return -1;

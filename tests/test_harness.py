@@ -131,3 +131,15 @@ def test_bench_dispatch_tiny_is_well_formed(tmp_path):
     assert stats.returncode == 0, stats.stderr
     data = json.loads(out.read_text())
     assert len(data["benchmarks"]) == 3
+
+
+def test_target_interval_adds_processes_until_narrow_or_capped(tmp_path):
+    tight = ResultFile.open(tmp_path / "tight.json")
+    out = harness.measure(_configs(), tight, harness.Options(
+        processes=1, samples=2, quiet=True, target_ci=1e-9, max_processes=3))
+    assert all(tight.runs_done(c.key) == 3 for c in _configs())
+    assert set(out.imprecise) == {c.key for c in _configs()}     # reported, not hidden
+    loose = ResultFile.open(tmp_path / "loose.json")
+    out = harness.measure(_configs(), loose, harness.Options(
+        processes=2, samples=2, quiet=True, target_ci=10.0, max_processes=5))
+    assert all(loose.runs_done(c.key) == 2 for c in _configs()) and not out.imprecise

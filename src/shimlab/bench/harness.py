@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .. import build as build_mod
 from ..errors import RunError
-from . import counters
+from . import counters, stats
 from .progress import Progress
 from .results import ResultFile, RunSamples
 
@@ -61,6 +61,11 @@ class Options:
     samples: int = 5             # measured runs in each worker
     cpu: int | None = None       # CPU to pin workers to (default: the last one)
     count_instructions: bool = False
+    # with a target, keep adding worker processes (up to max_processes) to
+    # each configuration whose 95% interval of the median is wider than
+    # +-target_ci (relative)
+    target_ci: float | None = None
+    max_processes: int = 0
     timeout: float = 600.0
     quiet: bool = False
 
@@ -70,6 +75,24 @@ class Outcome:
     results: ResultFile
     failures: dict[str, str] = field(default_factory=dict)
     interrupted: bool = False
+    imprecise: dict[str, float] = field(default_factory=dict)   # key -> half-width
+
+
+def relative_halfwidth(result) -> float:
+    """Half-width of the bootstrap 95% interval of the median, relative to it."""
+    groups = result.cycles_groups() if result.has_cycles else result.ns_groups()
+    med = stats.median(groups)
+    lo, hi = stats.bootstrap_ci(groups, n_boot=1000)
+    return max(med - lo, hi - med) / med
+
+
+def _wants_more(c: Config, results: ResultFile, opts: Options) -> bool:
+    n = results.runs_done(c.key)
+    if n < opts.processes:
+        return True
+    if not opts.target_ci or n >= opts.max_processes:
+        return False
+    return relative_halfwidth(results.get(c.key)) > opts.target_ci
 
 
 def default_cpu() -> int:
@@ -137,23 +160,27 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
             if results.runs_done(c.key) < opts.processes:
                 exact[c.key] = counters.callgrind_instructions(c.job(0, 1, None))
 
-    todo = sum(max(0, opts.processes - results.runs_done(c.key)) for c in configs)
-    progress = Progress(todo, "bench", stream=io.StringIO() if opts.quiet else None)
+    progress = Progress(None, "bench", stream=io.StringIO() if opts.quiet else None)
     rng = random.Random(len(configs))
     try:
-        for rnd in range(opts.processes):
-            order = list(configs)
-            rng.shuffle(order)          # a different interleaving every round
-            for c in order:
-                if c.key in outcome.failures or results.runs_done(c.key) > rnd:
-                    continue
+        while True:
+            # one round: every configuration that still wants a worker, once,
+            # in a new order; rounds repeat until the minimum number of
+            # processes is reached and (with a target) the intervals are narrow
+            batch = [c for c in configs
+                     if c.key not in outcome.failures and _wants_more(c, results, opts)]
+            if not batch:
+                break
+            rng.shuffle(batch)
+            progress.total = progress.done + len(batch)
+            for c in batch:
                 job = c.job(opts.warmup, opts.samples, cpu)
                 job["perf_instructions"] = use_perf
                 try:
                     out = run_worker(job, opts.timeout)
                 except RunError as e:
                     outcome.failures[c.key] = str(e)
-                    progress.step(opts.processes - rnd, note=f"{c.key} FAILED")
+                    progress.step(note=f"{c.key} FAILED")
                     continue
                 run = RunSamples(cycles=out["cycles"], ns=out["ns"], warmup_ns=out["warmup_ns"],
                                  vm_instructions=vm_counts[c.workload],
@@ -168,4 +195,7 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
         outcome.interrupted = True
     finally:
         progress.close()
+    outcome.imprecise = {c.key: relative_halfwidth(results.get(c.key)) for c in configs
+                         if opts.target_ci and c.key in results
+                         and relative_halfwidth(results.get(c.key)) > opts.target_ci}
     return outcome

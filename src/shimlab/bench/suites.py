@@ -29,9 +29,9 @@ DISPATCH_WORKLOADS = {
     "full": ["bf/squares.bf", "bf/rot13.bf", "bf/nested.bf", "bf/fib.bf", "minipy/fib.py",
              "minipy/sieve.py", "minipy/nested_loops.py"],
 }
-PRESETS = {   # processes, warmup, samples
-    "quick": (4, 2, 30),
-    "full": (5, 2, 15),
+PRESETS = {   # processes (minimum), warmup, samples, target 95% CI half-width, max processes
+    "quick": (4, 2, 30, None, 0),
+    "full": (5, 2, 15, 0.01, 40),
 }
 
 
@@ -47,6 +47,10 @@ def add_parsers(sub) -> None:
     d.add_argument("--warmup", type=int, help="warm-up runs per worker")
     d.add_argument("--samples", type=int, help="measured runs per worker")
     d.add_argument("--cpu", type=int, help="CPU to pin workers to (default: the last)")
+    d.add_argument("--target-ci", type=float, metavar="PCT",
+                   help="add worker processes until every median's 95%% interval is within "
+                        "+-PCT%% (default: 1 without --quick, none with it)")
+    d.add_argument("--max-processes", type=int, help="cap for --target-ci (default 40)")
     d.add_argument("--count", choices=["instructions"],
                    help="also count machine instructions (perf counters or callgrind)")
     d.add_argument("-o", "--output", help="results file (default: results/dispatch-DATE.json)")
@@ -170,18 +174,23 @@ def main(args) -> int:
         raise ShimlabError(f"unknown suite {args.suite}")
     configs = dispatch_configs(args)
     preset = PRESETS["quick" if args.quick else "full"]
+    target = args.target_ci / 100 if args.target_ci is not None else preset[3]
     opts = harness.Options(processes=args.processes or preset[0],
                            warmup=args.warmup if args.warmup is not None else preset[1],
                            samples=args.samples or preset[2], cpu=args.cpu,
-                           count_instructions=args.count == "instructions")
+                           count_instructions=args.count == "instructions",
+                           target_ci=target or None,
+                           max_processes=args.max_processes or preset[4] or 40)
     path = _result_path(args, "dispatch")
     if args.resume and not path.exists():
         raise ShimlabError(f"{path}: nothing to resume")
     path.parent.mkdir(parents=True, exist_ok=True)
     results = ResultFile.open(path)
-    print(f"{len(configs)} configurations x {opts.processes} worker processes x "
-          f"{opts.samples} samples, pinned to CPU {opts.cpu if opts.cpu is not None else harness.default_cpu()}",
-          file=sys.stderr)
+    cpu = opts.cpu if opts.cpu is not None else harness.default_cpu()
+    more = (f" (more, up to {opts.max_processes}, until each median is known to "
+            f"+-{100 * opts.target_ci:g}%)" if opts.target_ci else "")
+    print(f"{len(configs)} configurations x {opts.processes} worker processes{more} x "
+          f"{opts.samples} samples, pinned to CPU {cpu}", file=sys.stderr)
     outcome = harness.measure(configs, results, opts)
     for key, why in outcome.failures.items():
         print(f"shimlab: {key}: {why}", file=sys.stderr)
@@ -190,6 +199,9 @@ def main(args) -> int:
               f"--resume {path}", file=sys.stderr)
         return 130
     rows = report(results, [c for c in configs if c.key in results])
+    for key, hw in sorted(outcome.imprecise.items()):
+        print(f"note: {key}: 95% interval +-{100 * hw:.2f}% after {results.runs_done(key)} "
+              f"processes, wider than the +-{100 * opts.target_ci:g}% asked for")
     print(f"\nresults: {path}  (python -m pyperf stats {path.name} works on it)")
     if args.plot:
         from . import plot
@@ -209,5 +221,6 @@ def demo(args) -> int:
     print("\n== shimlab bench dispatch --quick ==\n", flush=True)
     ns = argparse.Namespace(suite="dispatch", quick=True, cc=None, mode=None, workload=None,
                             processes=None, warmup=None, samples=None, cpu=None, count=None,
-                            output=None, resume=None, plot=False)
+                            output=None, resume=None, plot=False, target_ci=None,
+                            max_processes=None)
     return main(ns)
