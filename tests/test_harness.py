@@ -143,3 +143,10 @@ def test_target_interval_adds_processes_until_narrow_or_capped(tmp_path):
     out = harness.measure(_configs(), loose, harness.Options(
         processes=2, samples=2, quiet=True, target_ci=10.0, max_processes=5))
     assert all(loose.runs_done(c.key) == 2 for c in _configs()) and not out.imprecise
+
+
+def test_each_worker_process_gets_its_own_memory_layout(tmp_path):
+    rf = ResultFile.open(tmp_path / "r.json")
+    harness.measure(_configs(("goto",)), rf, harness.Options(processes=3, samples=1, quiet=True))
+    seeds = [r.layout_seed for r in ResultFile.load(tmp_path / "r.json").get(_configs()[1].key).runs]
+    assert len(seeds) == 3 and len(set(seeds)) == 3 and all(seeds)

@@ -157,3 +157,12 @@ def minipy_programs(draw):
 def test_random_minipy_same_in_every_mode(src):
     program = compile_text(src, "random.py", "minipy")
     _check_all_modes(program, b"")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 0xDEADBEEF])
+def test_memory_layout_changes_nothing_but_addresses(seed):
+    path = EXAMPLES / "bf" / "squares.bf"
+    program = load_program(path)
+    for cfg in interpreter_configs():
+        with vm.Loaded(get_build(*cfg, count=True), program, layout_seed=seed) as loaded:
+            _same(loaded.run(), _expected(str(path)))

@@ -52,7 +52,7 @@ class Loaded:
 
     def __init__(self, build: Build, program: Program, input: bytes = b"", *,
                  tape_len: int = reference.TAPE_LEN, stack_size: int = reference.STACK_SIZE,
-                 max_depth: int = reference.MAX_DEPTH):
+                 max_depth: int = reference.MAX_DEPTH, layout_seed: int = 0):
         if not program.verified:
             raise RunError(f"{program.name}: program was not verified")
         f = ffi()
@@ -78,6 +78,7 @@ class Loaded:
         vm.in_len = len(input)
         vm.stack_size, vm.tape_len, vm.max_depth = stack_size, tape_len, max_depth
         vm.counts = counts
+        vm.layout_seed = layout_seed
         bad = self.lib.sl_check_code(vm)
         if bad:
             raise RunError(f"{program.name}: the C interpreter refused instruction {bad - 1}")

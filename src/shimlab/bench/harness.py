@@ -185,7 +185,8 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
                 run = RunSamples(cycles=out["cycles"], ns=out["ns"], warmup_ns=out["warmup_ns"],
                                  vm_instructions=vm_counts[c.workload],
                                  instructions=out.get("instructions", exact.get(c.key)),
-                                 worker_pid=out["pid"], cpu=out["cpu"])
+                                 worker_pid=out["pid"], cpu=out["cpu"],
+                                 layout_seed=out["layout_seed"])
                 config = {**c.describe(), "compiler_version": out["compiler_version"],
                           "build_flags": out["flags"]}
                 results.add(c.key, config, [run], tsc_hz=out["tsc_hz"])

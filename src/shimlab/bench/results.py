@@ -51,11 +51,12 @@ K_INSTRUCTIONS = "shimlab_instructions"
 K_VM_INSTRUCTIONS = "shimlab_vm_instructions"
 K_PID = "shimlab_worker_pid"
 K_CPU = "shimlab_cpu"
+K_LAYOUT = "shimlab_layout_seed"
 K_TSC_HZ = "shimlab_tsc_hz"
 K_VERSION = "shimlab_version"
 K_GIT = "shimlab_git_commit"
 
-_RUN_KEYS = (K_CYCLES, K_INSTRUCTIONS, K_VM_INSTRUCTIONS, K_PID, K_CPU)
+_RUN_KEYS = (K_CYCLES, K_INSTRUCTIONS, K_VM_INSTRUCTIONS, K_PID, K_CPU, K_LAYOUT)
 _PYPERF_RUN_KEYS = ("name", "unit", "loops", "inner_loops", "duration")
 _JSON_TAG = "json:"
 
@@ -70,6 +71,7 @@ class RunSamples:
     instructions: int | None = None      # exact machine instructions per run
     worker_pid: int | None = None
     cpu: int | None = None
+    layout_seed: int | None = None       # the VM memory layout this process used
 
 
 @dataclass
@@ -160,7 +162,8 @@ def _encode_run(run: RunSamples, common: dict) -> pyperf.Run:
         metadata[K_CYCLES] = ",".join(map(str, cycles))
     for key, value in ((K_INSTRUCTIONS, run.instructions),
                        (K_VM_INSTRUCTIONS, run.vm_instructions),
-                       (K_PID, run.worker_pid), (K_CPU, run.cpu)):
+                       (K_PID, run.worker_pid), (K_CPU, run.cpu),
+                       (K_LAYOUT, run.layout_seed)):
         if value is not None:
             metadata[key] = _as_int(value, key, 0)
     return pyperf.Run([v / 1e9 for v in ns], warmups=warmups or None,
@@ -181,6 +184,7 @@ def _decode_run(run: pyperf.Run) -> RunSamples:
         instructions=md.get(K_INSTRUCTIONS),
         worker_pid=md.get(K_PID),
         cpu=md.get(K_CPU),
+        layout_seed=md.get(K_LAYOUT),
     )
 
 

@@ -32,7 +32,11 @@ def run_job(job: dict) -> dict:
     if job.get("input"):
         with open(job["input"], "rb") as f:
             data = f.read()
-    with vm.Loaded(b, program, data) as loaded:
+    # a fresh memory layout per process unless the job fixes one (see driver.c)
+    seed = job.get("layout_seed")
+    if seed is None:
+        seed = int.from_bytes(os.urandom(4), "little") or 1
+    with vm.Loaded(b, program, data, layout_seed=seed) as loaded:
         tsc_hz = calibrate_tsc(loaded.lib)
         warmup_ns = []
         for _ in range(int(job.get("warmup", 1))):
@@ -43,7 +47,8 @@ def run_job(job: dict) -> dict:
         cycles, ns = loaded.bench(0, int(job.get("samples", 5)))
         out = {"cycles": cycles, "ns": ns, "warmup_ns": warmup_ns, "tsc_hz": tsc_hz,
                "pid": os.getpid(), "cpu": os.sched_getaffinity(0) and sorted(os.sched_getaffinity(0))[0],
-               "compiler_version": b.compiler.version, "flags": " ".join(b.command_flags)}
+               "compiler_version": b.compiler.version, "flags": " ".join(b.command_flags),
+               "layout_seed": seed}
         if job.get("perf_instructions"):
             from .counters import count_run_instructions
             out["instructions"] = count_run_instructions(loaded)
