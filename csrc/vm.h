@@ -23,7 +23,7 @@ typedef struct sl_vm {
     int64_t stack_size, tape_len; int32_t max_depth;
     /* where in its page each region starts: 0 a fixed staggered layout,
      * otherwise a seed for a random one (a benchmark samples many) */
-    uint32_t layout_seed; void *alloc_base[3];
+    uint32_t layout_seed; void *alloc_base[4];
     /* run state, saved when the interpreter leaves */
     int64_t *stack, *stack_end; sl_frame *frames; int32_t depth;
     uint8_t *tape; int64_t in_pos;

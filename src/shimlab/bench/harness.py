@@ -66,6 +66,10 @@ class Options:
     # +-target_ci (relative)
     target_ci: float | None = None
     max_processes: int = 0
+    # "random": every worker process places code, stack and tape at its own
+    # cache-line offsets (layout bias averages out over processes); "fixed":
+    # one staggered layout for all (reproducible, but one sample of layouts)
+    layout: str = "random"
     timeout: float = 600.0
     quiet: bool = False
 
@@ -176,6 +180,8 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
             for c in batch:
                 job = c.job(opts.warmup, opts.samples, cpu)
                 job["perf_instructions"] = use_perf
+                if opts.layout == "fixed":
+                    job["layout_seed"] = 0
                 try:
                     out = run_worker(job, opts.timeout)
                 except RunError as e:

@@ -51,6 +51,9 @@ def add_parsers(sub) -> None:
                    help="add worker processes until every median's 95%% interval is within "
                         "+-PCT%% (default: 1 without --quick, none with it)")
     d.add_argument("--max-processes", type=int, help="cap for --target-ci (default 40)")
+    d.add_argument("--layout", choices=["random", "fixed"], default="random",
+                   help="VM memory layout: a random one per worker process (default) or one "
+                        "fixed layout for all")
     d.add_argument("--count", choices=["instructions"],
                    help="also count machine instructions (perf counters or callgrind)")
     d.add_argument("-o", "--output", help="results file (default: results/dispatch-DATE.json)")
@@ -180,7 +183,8 @@ def main(args) -> int:
                            samples=args.samples or preset[2], cpu=args.cpu,
                            count_instructions=args.count == "instructions",
                            target_ci=target or None,
-                           max_processes=args.max_processes or preset[4] or 40)
+                           max_processes=args.max_processes or preset[4] or 40,
+                           layout=args.layout)
     path = _result_path(args, "dispatch")
     if args.resume and not path.exists():
         raise ShimlabError(f"{path}: nothing to resume")
@@ -222,5 +226,5 @@ def demo(args) -> int:
     ns = argparse.Namespace(suite="dispatch", quick=True, cc=None, mode=None, workload=None,
                             processes=None, warmup=None, samples=None, cpu=None, count=None,
                             output=None, resume=None, plot=False, target_ci=None,
-                            max_processes=None)
+                            max_processes=None, layout="random")
     return main(ns)
