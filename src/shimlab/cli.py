@@ -10,6 +10,7 @@ import os
 import sys
 
 from .errors import ShimlabError
+from .isolate import Crash
 
 MODES = ("switch", "goto", "goto-merged", "tailcall", "reference")
 
@@ -129,7 +130,7 @@ def main(argv=None) -> int:
         return args.fn(args)
     except ShimlabError as e:
         print(f"shimlab: {e}", file=sys.stderr)
-        return 2 if type(e).__name__ == "Crash" else 1
+        return 2 if isinstance(e, Crash) else 1
     except KeyboardInterrupt:
         print("shimlab: interrupted", file=sys.stderr)
         return 130

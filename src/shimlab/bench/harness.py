@@ -176,7 +176,11 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
             if not batch:
                 break
             rng.shuffle(batch)
-            progress.total = progress.done + len(batch)
+            # known work: what the minimum number of processes still needs;
+            # past that, rounds for the intervals, one at a time
+            owed = sum(max(0, opts.processes - results.runs_done(c.key)) for c in configs
+                       if c.key not in outcome.failures)
+            progress.total = progress.done + max(owed, len(batch))
             for c in batch:
                 job = c.job(opts.warmup, opts.samples, cpu)
                 job["perf_instructions"] = use_perf
