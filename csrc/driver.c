@@ -44,45 +44,60 @@ int sl_check_code(const sl_vm *vm) {
 
 /* Where the code, the stack, the frames and the tape start within their page
  * decides which of their addresses alias in the L1 cache (4K aliasing: a
- * store to the tape and a load of the next instruction 4096 bytes apart
- * look dependent to the CPU), and that
- * alone moves a dispatch benchmark by 10% or more.  Instead of one arbitrary
- * layout, each region starts at a chosen cache-line offset in its page: a
- * fixed, staggered one by default, a random one per worker process when the
- * benchmark asks (layout_seed != 0), so that many processes average over
- * layouts instead of measuring one. */
-static void *sl_alloc_region(sl_vm *vm, int which, size_t bytes, unsigned offset) {
+ * store to the tape and a load of the next instruction 4096 bytes apart look
+ * dependent to the CPU), and that alone moves a dispatch benchmark by 10% or
+ * more.  So each region starts at a chosen cache-line offset in its page: a
+ * fixed, staggered layout by default; with a layout_seed, sl_bench draws a
+ * new random layout for every run, so a benchmark averages over layouts
+ * instead of measuring one by accident. */
+static void *sl_alloc_region(size_t bytes) {
     void *base = NULL;
     if (posix_memalign(&base, 4096, bytes + 4096)) return NULL;
     memset(base, 0, bytes + 4096);
-    vm->alloc_base[which] = base;
-    return (char *)base + offset;
+    return base;
 }
 
-static unsigned sl_line_offset(uint32_t *state, unsigned fixed) {
-    if (*state == 0) return fixed;
-    *state ^= *state << 13; *state ^= *state >> 17; *state ^= *state << 5;   /* xorshift32 */
-    return (*state % 64) * 64;
+static uint32_t sl_xorshift(uint32_t x) {
+    x ^= x << 13; x ^= x >> 17; x ^= x << 5;
+    return x;
+}
+
+/* Places code, stack, frames and tape for layout `seed` (0: the fixed one),
+ * moving the code there; the old regions are freed. */
+static int sl_place(sl_vm *vm, uint32_t seed) {
+    static const unsigned fixed_lines[4] = {11, 0, 21, 42};   /* code, stack, frames, tape */
+    size_t bytes[4] = {(size_t)vm->ncode * sizeof(sl_instr),
+                       (size_t)vm->stack_size * sizeof(int64_t),
+                       ((size_t)vm->max_depth + 1) * sizeof(sl_frame),
+                       (size_t)vm->tape_len + 1};
+    void *base[4];
+    char *at[4];
+    for (int i = 0; i < 4; i++) {
+        unsigned line = fixed_lines[i];
+        if (seed) { seed = sl_xorshift(seed); line = seed % 64; }
+        base[i] = sl_alloc_region(bytes[i]);
+        if (!base[i]) {
+            while (i--) free(base[i]);
+            return -1;
+        }
+        at[i] = (char *)base[i] + line * 64;
+    }
+    memcpy(at[0], vm->code, bytes[0]);
+    for (int i = 0; i < 4; i++) free(vm->alloc_base[i]);
+    memcpy(vm->alloc_base, base, sizeof base);
+    vm->code = (const sl_instr *)at[0];     /* the interpreters run this copy */
+    vm->stack = (int64_t *)at[1];
+    vm->stack_end = vm->stack + vm->stack_size;
+    vm->frames = (sl_frame *)at[2];
+    vm->tape = (uint8_t *)at[3];
+    return 0;
 }
 
 int sl_prepare(sl_vm *vm) {
-    uint32_t rng = vm->layout_seed;
-    unsigned off_stack = sl_line_offset(&rng, 0);
-    unsigned off_frames = sl_line_offset(&rng, 21 * 64);
-    unsigned off_tape = sl_line_offset(&rng, 42 * 64);
-    unsigned off_code = sl_line_offset(&rng, 11 * 64);
-    sl_instr *code = sl_alloc_region(vm, 3, (size_t)vm->ncode * sizeof(sl_instr), off_code);
-    if (!code) return -1;
-    memcpy(code, vm->code, (size_t)vm->ncode * sizeof(sl_instr));
-    vm->code = code;        /* the interpreters run this copy */
-    vm->stack = sl_alloc_region(vm, 0, (size_t)vm->stack_size * sizeof(int64_t), off_stack);
-    vm->frames = sl_alloc_region(vm, 1, ((size_t)vm->max_depth + 1) * sizeof(sl_frame), off_frames);
-    vm->tape = sl_alloc_region(vm, 2, (size_t)vm->tape_len + 1, off_tape);
     vm->out_cap = 1 << 16;
     vm->out = malloc((size_t)vm->out_cap);
-    if (!vm->stack || !vm->frames || !vm->tape || !vm->out) return -1;
-    vm->stack_end = vm->stack + vm->stack_size;
-    return 0;
+    if (!vm->out) return -1;
+    return sl_place(vm, vm->layout_seed);
 }
 
 void sl_release(sl_vm *vm) {
@@ -139,7 +154,12 @@ int sl_run(sl_vm *vm) {
 
 /* warmup + samples runs back to back in C; per-sample cycles and ns out. */
 int sl_bench(sl_vm *vm, int32_t warmup, int32_t samples, uint64_t *cycles, int64_t *ns) {
+    uint32_t seed = vm->layout_seed;
     for (int32_t i = 0; i < warmup + samples; i++) {
+        if (seed) {            /* a new layout for every run, placed outside the timing */
+            seed = sl_xorshift(seed ^ 0x9e3779b9u);
+            if (sl_place(vm, seed)) return SL_ERR_OUT_OF_MEMORY;
+        }
         int status = sl_run(vm);
         if (status) return status;
         if (i >= warmup) { cycles[i - warmup] = vm->cycles; ns[i - warmup] = vm->ns; }

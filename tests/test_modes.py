@@ -166,3 +166,14 @@ def test_memory_layout_changes_nothing_but_addresses(seed):
     for cfg in interpreter_configs():
         with vm.Loaded(get_build(*cfg, count=True), program, layout_seed=seed) as loaded:
             _same(loaded.run(), _expected(str(path)))
+
+
+def test_benchmark_relayout_between_runs_keeps_results():
+    """sl_bench moves code, stack and tape to a new layout for every run."""
+    path = EXAMPLES / "minipy" / "gcd_lcm.py"
+    program = load_program(path)
+    for cfg in interpreter_configs():
+        with vm.Loaded(get_build(*cfg, count=True), program, layout_seed=7) as loaded:
+            cycles, ns = loaded.bench(1, 4)
+            assert len(cycles) == 4 and min(ns) > 0
+            _same(loaded.run(), _expected(str(path)))
