@@ -66,9 +66,9 @@ class Options:
     # +-target_ci (relative)
     target_ci: float | None = None
     max_processes: int = 0
-    # "random": every worker process places code, stack and tape at its own
-    # cache-line offsets (layout bias averages out over processes); "fixed":
-    # one staggered layout for all (reproducible, but one sample of layouts)
+    # "random": every measured run places code, stack and tape at new random
+    # cache-line offsets (layout bias averages out); "fixed": one staggered
+    # layout for all (reproducible, but one sample of layouts)
     layout: str = "random"
     timeout: float = 600.0
     quiet: bool = False

@@ -31,7 +31,7 @@ DISPATCH_WORKLOADS = {
 }
 PRESETS = {   # processes (minimum), warmup, samples, target 95% CI half-width, max processes
     "quick": (4, 2, 30, None, 0),
-    "full": (5, 2, 15, 0.01, 40),
+    "full": (5, 2, 15, 0.01, 80),
 }
 
 
@@ -50,7 +50,7 @@ def add_parsers(sub) -> None:
     d.add_argument("--target-ci", type=float, metavar="PCT",
                    help="add worker processes until every median's 95%% interval is within "
                         "+-PCT%% (default: 1 without --quick, none with it)")
-    d.add_argument("--max-processes", type=int, help="cap for --target-ci (default 40)")
+    d.add_argument("--max-processes", type=int, help="cap for --target-ci (default 80)")
     d.add_argument("--layout", choices=["random", "fixed"], default="random",
                    help="VM memory layout: a random one per worker process (default) or one "
                         "fixed layout for all")

@@ -32,7 +32,8 @@ def run_job(job: dict) -> dict:
     if job.get("input"):
         with open(job["input"], "rb") as f:
             data = f.read()
-    # a fresh memory layout per process unless the job fixes one (see driver.c)
+    # the seed of this process's sequence of layouts, one per run (driver.c);
+    # a job can fix the layout with seed 0
     seed = job.get("layout_seed")
     if seed is None:
         seed = int.from_bytes(os.urandom(4), "little") or 1
