@@ -75,15 +75,20 @@ static int sl_place(sl_vm *vm, uint32_t seed) {
     for (int i = 0; i < 4; i++) {
         unsigned line = fixed_lines[i];
         if (seed) { seed = sl_xorshift(seed); line = seed % 64; }
+        if (i == 0 && vm->pin_code && vm->alloc_base[0]) {   /* JIT traces point into it */
+            base[0] = vm->alloc_base[0]; at[0] = (char *)vm->code;
+            continue;
+        }
         base[i] = sl_alloc_region(bytes[i]);
         if (!base[i]) {
-            while (i--) free(base[i]);
+            while (i--) if (base[i] != vm->alloc_base[i]) free(base[i]);
             return -1;
         }
         at[i] = (char *)base[i] + line * 64;
     }
-    memcpy(at[0], vm->code, bytes[0]);
-    for (int i = 0; i < 4; i++) free(vm->alloc_base[i]);
+    if (at[0] != (char *)vm->code) memcpy(at[0], vm->code, bytes[0]);
+    for (int i = 0; i < 4; i++)
+        if (vm->alloc_base[i] != base[i]) free(vm->alloc_base[i]);
     memcpy(vm->alloc_base, base, sizeof base);
     vm->code = (const sl_instr *)at[0];     /* the interpreters run this copy */
     vm->stack = (int64_t *)at[1];
@@ -146,6 +151,12 @@ int sl_run(sl_vm *vm) {
     int64_t n0 = sl_now_ns();
     uint64_t t0 = sl_tsc_begin();
     int status = sl_interpret(vm);
+    /* a JIT build leaves when a recording is ready: compile it, go on */
+    while (status == SL_JIT_RECORDED && vm->jit_hook) {
+        vm->jit_hook_calls++;
+        vm->jit_hook(vm);
+        status = sl_interpret(vm);
+    }
     uint64_t t1 = sl_tsc_end();
     int64_t n1 = sl_now_ns();
     vm->cycles = t1 - t0; vm->ns = n1 - n0;

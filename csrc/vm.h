@@ -33,6 +33,14 @@ typedef struct sl_vm {
     int32_t status; int32_t err_pc; int64_t err_value;
     uint64_t *counts;                /* per opcode, builds with SL_COUNT_OPS */
     uint64_t cycles; int64_t ns;     /* TSC cycles and ns of the last sl_run */
+    /* the JIT (builds with SL_JIT; see jit_interp.h): per-pc trace entry
+     * points and back-edge counters, the recorder's buffer, and the hook
+     * sl_run calls when a recording is ready to compile */
+    void **jit_entry; int64_t *jit_counters; const uint8_t *jit_traceable;
+    int32_t *rec_buf; int32_t rec_len, rec_cap; const sl_instr *rec_start;
+    void (*jit_hook)(struct sl_vm *vm);
+    int32_t pin_code;                /* keep the code where it is (traces point into it) */
+    int32_t jit_hook_calls;          /* how often sl_run left for the hook */
 } sl_vm;
 /* cdef-end */
 
@@ -92,6 +100,13 @@ int sl_print_int(sl_vm *vm, int64_t v, int32_t sep);
 #define HALT() SL_LEAVE(SL_OK)
 
 #define JUMPBY(n) do { ip += (n); DISPATCH(); } while (0)
+/* a loop back-edge: JIT builds count it (jit_interp.h) */
+#ifndef SL_JIT
+#define BACKEDGE(n) JUMPBY(n)
+#endif
+
+/* sl_interpret left because the recorder has a trace for the JIT to compile */
+#define SL_JIT_RECORDED 100
 
 #define MOVE_HEAD(n) do { \
     int64_t pos_ = (int64_t)(head - vm->tape) + (n); \

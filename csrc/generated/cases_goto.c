@@ -168,7 +168,7 @@ L_JUMP_IF_TRUE: {
 }
 L_LOOP: {
     int32_t oparg = ip->arg; (void)oparg;
-    JUMPBY(ARG);
+    BACKEDGE(ARG);
     ip += 1; DISPATCH();
 }
 L_CALL: {
@@ -223,7 +223,7 @@ L_JUMP_IF_CELL_ZERO: {
 }
 L_LOOP_IF_CELL: {
     int32_t oparg = ip->arg; (void)oparg;
-    if (*HEAD != 0) JUMPBY(ARG);
+    if (*HEAD != 0) BACKEDGE(ARG);
     ip += 1; DISPATCH();
 }
 }

@@ -169,7 +169,7 @@ sl_dispatch:
     }
     case SL_OP_LOOP: {
         int32_t oparg = ip->arg; (void)oparg;
-        JUMPBY(ARG);
+        BACKEDGE(ARG);
         ip += 1; DISPATCH();
     }
     case SL_OP_CALL: {
@@ -224,7 +224,7 @@ sl_dispatch:
     }
     case SL_OP_LOOP_IF_CELL: {
         int32_t oparg = ip->arg; (void)oparg;
-        if (*HEAD != 0) JUMPBY(ARG);
+        if (*HEAD != 0) BACKEDGE(ARG);
         ip += 1; DISPATCH();
     }
     default:

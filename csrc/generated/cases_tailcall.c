@@ -54,7 +54,13 @@ SL_PRESERVE_NONE int sl_op_CELL_IN(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)
 SL_PRESERVE_NONE int sl_op_JUMP_IF_CELL_ZERO(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table));
 SL_PRESERVE_NONE int sl_op_LOOP_IF_CELL(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table));
 
-static sl_handler *const sl_table[SL_NUM_OPCODES] = {
+#ifdef SL_JIT   /* the JIT modes: hot counters, recorder, ENTER_JIT */
+#include "../jit_interp.h"
+#else
+#define SL_JIT_OPS 0
+#endif
+
+static sl_handler *const sl_table[SL_NUM_OPCODES + SL_JIT_OPS] = {
     sl_op_NOP,
     sl_op_HALT,
     sl_op_LOAD_INT,
@@ -97,6 +103,9 @@ static sl_handler *const sl_table[SL_NUM_OPCODES] = {
     sl_op_CELL_IN,
     sl_op_JUMP_IF_CELL_ZERO,
     sl_op_LOOP_IF_CELL,
+#ifdef SL_JIT
+    sl_op_ENTER_JIT,
+#endif
 };
 
 SL_PRESERVE_NONE int sl_op_NOP(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)) {
@@ -280,7 +289,7 @@ SL_PRESERVE_NONE int sl_op_JUMP_IF_TRUE(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, t
 
 SL_PRESERVE_NONE int sl_op_LOOP(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)) {
     int32_t oparg = ip->arg; (void)oparg;
-    JUMPBY(ARG);
+    BACKEDGE(ARG);
     ip += 1; DISPATCH();
 }
 
@@ -346,9 +355,13 @@ SL_PRESERVE_NONE int sl_op_JUMP_IF_CELL_ZERO(SL_CONTRACT_ARGS(ip, sp, fp, head, 
 
 SL_PRESERVE_NONE int sl_op_LOOP_IF_CELL(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)) {
     int32_t oparg = ip->arg; (void)oparg;
-    if (*HEAD != 0) JUMPBY(ARG);
+    if (*HEAD != 0) BACKEDGE(ARG);
     ip += 1; DISPATCH();
 }
+
+#ifdef SL_JIT
+#include "../crossing.h"
+#endif
 
 int sl_interpret(sl_vm *vm) {
     if (!vm->code) {

@@ -21,6 +21,18 @@ from .errors import BuildError
 ROOT = Path(__file__).resolve().parents[2]
 CSRC = ROOT / "csrc"
 HAND_WRITTEN = ("vm.h", "driver.c")
+JIT_HAND_WRITTEN = ("jit_interp.h", "crossing.h", "shim.c", "jitmem.c")
+
+# The JIT modes are the tail-call interpreter built with SL_JIT; the two
+# direct modes share one binary (only their traces' exit stubs differ).
+JIT_MODES = ("jit-shim", "jit-direct", "jit-direct-handler")
+JIT_DEFINE = {"jit-shim": "SL_JIT_SHIM", "jit-direct": "SL_JIT_DIRECT",
+              "jit-direct-handler": "SL_JIT_DIRECT"}
+MODES = cases.VARIANTS + JIT_MODES
+
+
+def is_jit(mode: str) -> bool:
+    return mode in JIT_MODES
 
 DEFAULT_FLAGS = ("-O3",)
 # Flags every build gets: position-independent shared object with symbols
@@ -56,31 +68,40 @@ class Build:
                 "flags": " ".join(self.command_flags), "count": self.count, "key": self.key}
 
 
+def _variant(mode: str) -> str:
+    return "tailcall" if is_jit(mode) else mode
+
+
 def _sources(mode: str) -> dict[str, str]:
     rendered = cases.render()
     files = {f"generated/{name}": text for name, text in rendered.items()
-             if name == "opcodes.h" or name == f"cases_{cases.c_name(mode)}.c"}
-    for name in HAND_WRITTEN:
+             if name == "opcodes.h" or name == f"cases_{cases.c_name(_variant(mode))}.c"}
+    for name in HAND_WRITTEN + (JIT_HAND_WRITTEN if is_jit(mode) else ()):
         files[name] = (CSRC / name).read_text()
     return files
 
 
 def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAULT_FLAGS,
           count: bool = False) -> Build:
-    if mode not in cases.VARIANTS:
-        raise BuildError(f"unknown mode {mode!r} (choose from {', '.join(cases.VARIANTS)})")
+    if mode not in MODES:
+        raise BuildError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
     cc = toolchain.get_compiler(compiler, need=set(toolchain.MODE_FEATURES[mode]))
     flags = tuple(flags)
     extra = MODE_FLAGS.get((mode, cc.family), ())
     defines = ("-DSL_COUNT_OPS",) if count else ()
+    c_files = ["driver.c", f"generated/cases_{cases.c_name(_variant(mode))}.c"]
+    if is_jit(mode):
+        defines += (f"-DSL_JIT={JIT_DEFINE[mode]}",)
+        c_files += ["shim.c", "jitmem.c"]
+    ident = "jit-direct" if JIT_DEFINE.get(mode) == "SL_JIT_DIRECT" else mode
     sources = _sources(mode)
     h = hashlib.sha256()
-    for part in (json.dumps(sources, sort_keys=True), cc.path, cc.version, mode,
+    for part in (json.dumps(sources, sort_keys=True), cc.path, cc.version, ident,
                  " ".join(BASE_FLAGS + flags + extra + defines)):
         h.update(part.encode())
         h.update(b"\0")
     key = h.hexdigest()[:16]
-    out_dir = cache_root() / "interp" / f"{mode}-{cc.name}-{'count-' if count else ''}{key}"
+    out_dir = cache_root() / "interp" / f"{ident}-{cc.name}-{'count-' if count else ''}{key}"
     so = out_dir / "libshimlab.so"
     result = Build(mode, cc, flags, count, so, key)
     if so.exists():
@@ -92,8 +113,7 @@ def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAU
             (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             (tmp / name).write_text(text)
         cmd = [cc.path, *BASE_FLAGS, *flags, *extra, *defines, "-I", str(tmp),
-               str(tmp / "driver.c"), str(tmp / "generated" / f"cases_{cases.c_name(mode)}.c"),
-               "-o", str(tmp / "libshimlab.so")]
+               *(str(tmp / f) for f in c_files), "-o", str(tmp / "libshimlab.so")]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             first = "; ".join(ln for ln in proc.stderr.splitlines() if "error" in ln)[:500]

@@ -124,13 +124,16 @@ def _tailcall() -> str:
     for ins in isa.INSTRUCTIONS:
         out.append(f"SL_PRESERVE_NONE int sl_op_{ins.name}"
                    f"(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table));\n")
-    out.append("\nstatic sl_handler *const sl_table[SL_NUM_OPCODES] = {\n")
+    out.append("\n#ifdef SL_JIT   /* the JIT modes: hot counters, recorder, ENTER_JIT */\n"
+               "#include \"../jit_interp.h\"\n#else\n#define SL_JIT_OPS 0\n#endif\n")
+    out.append("\nstatic sl_handler *const sl_table[SL_NUM_OPCODES + SL_JIT_OPS] = {\n")
     out += [f"    sl_op_{ins.name},\n" for ins in isa.INSTRUCTIONS]
-    out.append("};\n\n")
+    out.append("#ifdef SL_JIT\n    sl_op_ENTER_JIT,\n#endif\n};\n\n")
     for ins in isa.INSTRUCTIONS:
         out.append(f"SL_PRESERVE_NONE int sl_op_{ins.name}"
                    f"(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)) {{\n"
                    f"{_body(ins, '    ')}}}\n\n")
+    out.append("#ifdef SL_JIT\n#include \"../crossing.h\"\n#endif\n\n")
     out.append("int sl_interpret(sl_vm *vm) {\n"
                "    if (!vm->code) {\n"
                "        for (int i = 0; i < SL_NUM_OPCODES; i++) sl_handler_addrs[i] = (const void *)sl_table[i];\n"

@@ -12,7 +12,8 @@ import sys
 from .errors import ShimlabError
 from .isolate import Crash
 
-MODES = ("switch", "goto", "goto-merged", "tailcall", "reference")
+MODES = ("switch", "goto", "goto-merged", "tailcall", "jit-shim", "jit-direct",
+         "jit-direct-handler", "reference")
 
 
 def _read_input(arg: str | None) -> bytes:
@@ -52,11 +53,22 @@ def cmd_run(args) -> int:
         result = reference.run(program, data)
     else:
         b = build.build(args.mode, args.cc, count=args.count)
+        jit = None
+        if build.is_jit(args.mode):
+            jit = {"threshold": args.jit_threshold, "stats": args.stats,
+                   "perf_map": args.perf_map}
+        elif args.stats or args.perf_map:
+            raise ShimlabError("--stats and --perf-map need a JIT mode (jit-shim, jit-direct, "
+                               "jit-direct-handler)")
 
         def child():
-            return vm.run(b, program, data)
+            with vm.Loaded(b, program, data, jit=jit) as loaded:
+                result = loaded.run()
+                return result, loaded.jit.report() if loaded.jit and args.stats else None
         what = f"the {args.mode} interpreter ({b.compiler.name}) running {args.file}"
-        result = isolate.call(what, child)
+        result, report = isolate.call(what, child)
+        if report:
+            print(report, file=sys.stderr)
     sys.stdout.buffer.write(result.output)
     sys.stdout.buffer.flush()
     if args.count:
@@ -101,6 +113,14 @@ def parser() -> argparse.ArgumentParser:
                    "default: stdin when it is not a terminal)")
     p.add_argument("--count", action="store_true",
                    help="print how many VM instructions ran, by opcode, on stderr")
+    from .jit.runtime import DEFAULT_THRESHOLD
+    p.add_argument("--jit-threshold", type=int, default=DEFAULT_THRESHOLD, metavar="N",
+                   help=f"JIT modes: back-edges before a loop is traced (default "
+                        f"{DEFAULT_THRESHOLD}; 1 traces at once)")
+    p.add_argument("--stats", action="store_true",
+                   help="JIT modes: traces compiled, their sizes, entries and exits (stderr)")
+    p.add_argument("--perf-map", action="store_true",
+                   help="JIT modes: write /tmp/perf-PID.map so perf report names the traces")
     p.set_defaults(fn=cmd_run)
 
     p = sub.add_parser("dis", help="print a program's bytecode, or with --native an "
@@ -116,6 +136,9 @@ def parser() -> argparse.ArgumentParser:
 
     from .bench import suites
     suites.add_parsers(sub)
+
+    from .jit import commands as stencil_commands
+    stencil_commands.add_parsers(sub)
 
     p = sub.add_parser("compare", help="compare two results files")
     p.add_argument("a")

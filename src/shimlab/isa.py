@@ -191,7 +191,7 @@ _def("JUMP_IF_FALSE", Operand.FORWARD, 1, 0, Flow.BRANCH, "if (POP() == 0) JUMPB
      "pop; jump forward if zero", lambda s, arg: s.pc + arg if s.pop() == 0 else None)
 _def("JUMP_IF_TRUE", Operand.FORWARD, 1, 0, Flow.BRANCH, "if (POP() != 0) JUMPBY(ARG);",
      "pop; jump forward if non-zero", lambda s, arg: s.pc + arg if s.pop() != 0 else None)
-_def("LOOP", Operand.BACKWARD, 0, 0, Flow.BACKEDGE, "JUMPBY(ARG);",
+_def("LOOP", Operand.BACKWARD, 0, 0, Flow.BACKEDGE, "BACKEDGE(ARG);",
      "loop back-edge: jump backward", lambda s, arg: s.pc + arg)
 _def("CALL", Operand.FUNC, None, 1, Flow.CALL, "CALL_FUNCTION(ARG);",
      "call a function with its arguments on the stack", lambda s, arg: s.call(arg))
@@ -218,7 +218,7 @@ _def("CELL_IN", Operand.NONE, 0, 0, Flow.NEXT, "INPUT_TO(HEAD);",
 _def("JUMP_IF_CELL_ZERO", Operand.FORWARD, 0, 0, Flow.BRANCH, "if (*HEAD == 0) JUMPBY(ARG);",
      "BF '[': jump forward if the current cell is zero",
      lambda s, arg: s.pc + arg if s.cell() == 0 else None)
-_def("LOOP_IF_CELL", Operand.BACKWARD, 0, 0, Flow.BACKEDGE_BRANCH, "if (*HEAD != 0) JUMPBY(ARG);",
+_def("LOOP_IF_CELL", Operand.BACKWARD, 0, 0, Flow.BACKEDGE_BRANCH, "if (*HEAD != 0) BACKEDGE(ARG);",
      "BF ']': loop back-edge taken while the current cell is non-zero",
      lambda s, arg: s.pc + arg if s.cell() != 0 else None)
 

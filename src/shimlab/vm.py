@@ -11,6 +11,7 @@ from functools import lru_cache
 import cffi
 
 from . import isa, reference
+from . import build as build_mod
 from .build import CSRC, Build
 from .bytecode import Program
 from .errors import RunError
@@ -29,6 +30,10 @@ uint64_t sl_tsc_now(void);
 int64_t sl_clock_ns(void);
 extern const void *sl_handler_addrs[];
 extern const char *const sl_variant;
+int sl_jit_map(size_t size, void *hint, int dual, void **rw, void **rx);
+int sl_jit_seal(void *rw, void *rx, size_t size);
+int sl_jit_unmap(void *p, size_t size);
+const sl_instr *sl_jit_run_trace(sl_vm *vm, void *trace);
 """
 
 
@@ -52,7 +57,8 @@ class Loaded:
 
     def __init__(self, build: Build, program: Program, input: bytes = b"", *,
                  tape_len: int = reference.TAPE_LEN, stack_size: int = reference.STACK_SIZE,
-                 max_depth: int = reference.MAX_DEPTH, layout_seed: int = 0):
+                 max_depth: int = reference.MAX_DEPTH, layout_seed: int = 0,
+                 jit: dict | None = None):
         if not program.verified:
             raise RunError(f"{program.name}: program was not verified")
         f = ffi()
@@ -69,7 +75,7 @@ class Loaded:
             funcs[i].entry, funcs[i].nargs = fn.entry, fn.nargs
             funcs[i].nlocals, funcs[i].max_stack = fn.nlocals, fn.max_stack
         inbuf = f.new("uint8_t[]", input or b"\0")
-        counts = f.new("uint64_t[]", isa.NUM_OPCODES)
+        counts = f.new("uint64_t[]", isa.NUM_OPCODES + 1)   # + ENTER_JIT in JIT builds
         keep += [code, consts, funcs, inbuf, counts]
         vm.code, vm.ncode = code, len(program.code)
         vm.consts, vm.nconsts = consts, len(program.consts)
@@ -82,6 +88,10 @@ class Loaded:
         bad = self.lib.sl_check_code(vm)
         if bad:
             raise RunError(f"{program.name}: the C interpreter refused instruction {bad - 1}")
+        self.jit = None
+        if build_mod.is_jit(build.mode):
+            from .jit.runtime import Jit
+            self.jit = Jit(self, **(jit or {}))
         if self.lib.sl_prepare(vm):
             self.lib.sl_release(vm)
             raise RunError("out of memory preparing the VM")
@@ -90,6 +100,8 @@ class Loaded:
         if self.vm is not None:
             self.lib.sl_release(self.vm)
             self.vm = None
+            if self.jit is not None:
+                self.jit.close()
 
     def __enter__(self):
         return self
@@ -108,6 +120,8 @@ class Loaded:
         for i in range(isa.NUM_OPCODES):
             vm.counts[i] = 0
         status = self.lib.sl_run(vm)
+        if self.jit is not None:
+            self.jit.check()
         return Result(
             output=bytes(f.buffer(vm.out, vm.out_len)),
             status=Error(status), err_pc=vm.err_pc if status else -1,
@@ -130,6 +144,8 @@ class Loaded:
         cyc = f.new("uint64_t[]", samples)
         ns = f.new("int64_t[]", samples)
         status = self.lib.sl_bench(self.vm, warmup, samples, cyc, ns)
+        if self.jit is not None:
+            self.jit.check()
         if status:
             raise RunError(f"{self.program.name}: {Error(status).message}")
         return [int(c) for c in cyc], [int(n) for n in ns]

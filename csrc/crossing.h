@@ -1,0 +1,43 @@
+/* The crossings from the interpreter into JIT code: the ENTER_JIT handler of
+ * each JIT mode, and the recorder.  (The way back is the exit stubs in
+ * jitstubs/exits.py.)  Included at the end of the tail-call interpreter in
+ * JIT builds, so it sees sl_table and the dispatch macros.
+ *
+ *   SL_JIT_SHIM    an ordinary C call to sl_jit_shim (shim.c), which saves
+ *                  the callee-saved registers and calls the trace; the trace
+ *                  returns the resume ip, the state comes back through vm.
+ *   SL_JIT_DIRECT  a tail call into the trace with the contract registers
+ *                  as they are; the trace leaves by jumping to a handler. */
+typedef SL_PRESERVE_NONE const sl_instr *sl_trace_fn(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table));
+
+#if SL_JIT == SL_JIT_SHIM
+__attribute__((visibility("hidden")))  /* a direct call, not through the PLT */
+const sl_instr *sl_jit_shim(sl_trace_fn *trace, SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table));
+
+SL_PRESERVE_NONE int sl_op_ENTER_JIT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)) {
+    sl_trace_fn *trace = (sl_trace_fn *)vm->jit_entry[ip - vm->code];
+    ip = sl_jit_shim(trace, ip, sp, fp, head, vm, table);
+    sp = vm->sp; head = vm->head;
+    DISPATCH();
+}
+#elif SL_JIT == SL_JIT_DIRECT
+SL_PRESERVE_NONE int sl_op_ENTER_JIT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)) {
+    sl_handler *trace = (sl_handler *)vm->jit_entry[ip - vm->code];
+    SL_MUSTTAIL return trace(ip, sp, fp, head, vm, table);
+}
+#else
+#error "SL_JIT must be SL_JIT_SHIM or SL_JIT_DIRECT"
+#endif
+
+/* Logs each instruction's pc and runs it; stops (leaving sl_interpret with
+ * SL_JIT_RECORDED, the instruction at ip not yet run) when the path is back
+ * at its start, the buffer is full, or the instruction has no stencil. */
+static SL_PRESERVE_NONE int sl_rec(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)) {
+    if ((ip == vm->rec_start && vm->rec_len > 0) || vm->rec_len >= vm->rec_cap ||
+        !vm->jit_traceable[ip->op]) {
+        SL_UNCOUNT(ip->op);              /* counted by the dispatch that got here; runs later */
+        SL_LEAVE(SL_JIT_RECORDED);
+    }
+    vm->rec_buf[vm->rec_len++] = (int32_t)(ip - vm->code);
+    SL_MUSTTAIL return sl_table[ip->op](ip, sp, fp, head, vm, table);
+}

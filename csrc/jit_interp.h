@@ -1,0 +1,38 @@
+/* What a JIT build (-DSL_JIT=SL_JIT_SHIM or SL_JIT_DIRECT) adds to the
+ * tail-call interpreter before its handlers: hot back-edge counters, the
+ * recorder's dispatch table, and the ENTER_JIT opcode.  The crossings
+ * themselves are in crossing.h. */
+#ifndef SHIMLAB_JIT_INTERP_H
+#define SHIMLAB_JIT_INTERP_H
+
+#define SL_JIT_SHIM 1
+#define SL_JIT_DIRECT 2
+#define SL_OP_ENTER_JIT SL_NUM_OPCODES       /* not a program opcode: only the JIT writes it */
+#define SL_JIT_OPS 1
+
+#ifdef SL_COUNT_OPS
+#define SL_UNCOUNT(op) (vm->counts[(op)]--)
+#else
+#define SL_UNCOUNT(op) ((void)0)
+#endif
+
+SL_PRESERVE_NONE int sl_op_ENTER_JIT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table));
+static SL_PRESERVE_NONE int sl_rec(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table));
+
+/* Recording swaps the dispatch table: every instruction then passes through
+ * sl_rec, which logs its pc and runs the real handler, at no cost to the
+ * interpreter when nothing is being recorded. */
+static sl_handler *const sl_rec_table[SL_NUM_OPCODES + 1] = {
+    [0 ... SL_NUM_OPCODES] = sl_rec,
+};
+
+/* A back-edge counts down its target's counter; at zero, recording starts
+ * there (unless a recording is already running). */
+#define BACKEDGE(n) do { \
+    ip += (n); \
+    if (--vm->jit_counters[ip - vm->code] <= 0 && table == (const void *)sl_table) { \
+        vm->rec_start = ip; vm->rec_len = 0; table = sl_rec_table; \
+    } \
+    DISPATCH(); } while (0)
+
+#endif

@@ -1,0 +1,91 @@
+"""Stencils for arithmetic and comparisons on int64 with Python's semantics.
+
+A case the fast path does not handle (division by zero or by -1, a negative
+shift) leaves through the `deopt` exit before touching the stack, and the
+interpreter runs the instruction itself, so errors and rare cases stay exact.
+"""
+from peachpy.x86_64 import (ADD, AND, CMOVA, CMOVAE, CMP, CQO, IDIV, IMUL, LEA, MOV, NEG, NOT,
+                            OR, SAR, SETE, SETG, SETGE, SETL, SETLE, SETNE, SHL, SUB, TEST, XOR,
+                            cl, ecx, edx, qword, r8, rax, rcx, rdx)
+
+from .asm import SP, stencil
+
+
+def _binop_in_place(op):
+    def emit(a):
+        a(MOV(rax, qword[SP - 8]), SUB(SP, 8), op(qword[SP - 8], rax))
+    return emit
+
+
+for _name, _op in (("ADD", ADD), ("SUB", SUB), ("AND", AND), ("OR", OR), ("XOR", XOR)):
+    stencil(_name, f"a {_name.lower()} b, in place on the stack")(_binop_in_place(_op))
+
+
+@stencil("MUL")
+def mul(a):
+    a(MOV(rax, qword[SP - 16]), IMUL(rax, qword[SP - 8]), SUB(SP, 8), MOV(qword[SP - 8], rax))
+
+
+def _divide(result_reg):
+    def emit(a):
+        # b in {0, -1} deopts: zero raises, and INT64_MIN // -1 would trap in idiv
+        a(MOV(rcx, qword[SP - 8]), LEA(rdx, [rcx + 1]), CMP(rdx, 1))
+        a.jcc_hole("be", "deopt")
+        a(MOV(rax, qword[SP - 16]), CQO(), IDIV(rcx))
+        # floor: when the remainder is non-zero and its sign differs from b's,
+        # the quotient goes down by one and the remainder up by b
+        a(TEST(rdx, rdx)).jcc("e", "done")
+        a(MOV(r8, rdx), XOR(r8, rcx)).jcc("ns", "done")
+        a(SUB(rax, 1), ADD(rdx, rcx))
+        a.label("done")
+        a(SUB(SP, 8), MOV(qword[SP - 8], result_reg))
+    return emit
+
+
+stencil("FLOORDIV", "a // b, floor division")(_divide(rax))
+stencil("MOD", "a % b, the sign of b")(_divide(rdx))
+
+
+@stencil("LSHIFT")
+def lshift(a):
+    """a << b; b >= 64 gives 0, b < 0 deopts"""
+    a(MOV(rcx, qword[SP - 8]), TEST(rcx, rcx))
+    a.jcc_hole("s", "deopt")
+    a(MOV(rax, qword[SP - 16]), SHL(rax, cl), XOR(edx, edx), CMP(rcx, 64), CMOVAE(rax, rdx),
+      SUB(SP, 8), MOV(qword[SP - 8], rax))
+
+
+@stencil("RSHIFT")
+def rshift(a):
+    """a >> b, arithmetic; b is clamped to 63, b < 0 deopts"""
+    a(MOV(rcx, qword[SP - 8]), TEST(rcx, rcx))
+    a.jcc_hole("s", "deopt")
+    a(MOV(edx, 63), CMP(rcx, 63), CMOVA(rcx, rdx), MOV(rax, qword[SP - 16]), SAR(rax, cl),
+      SUB(SP, 8), MOV(qword[SP - 8], rax))
+
+
+@stencil("NEG")
+def neg(a):
+    a(NEG(qword[SP - 8]))
+
+
+@stencil("INVERT")
+def invert(a):
+    a(NOT(qword[SP - 8]))
+
+
+@stencil("NOT")
+def not_(a):
+    a(XOR(ecx, ecx), CMP(qword[SP - 8], 0), SETE(cl), MOV(qword[SP - 8], rcx))
+
+
+def _compare(setcc):
+    def emit(a):
+        a(MOV(rax, qword[SP - 8]), SUB(SP, 8), XOR(ecx, ecx), CMP(qword[SP - 8], rax),
+          setcc(cl), MOV(qword[SP - 8], rcx))
+    return emit
+
+
+for _name, _set in (("LT", SETL), ("LE", SETLE), ("EQ", SETE), ("NE", SETNE), ("GT", SETG),
+                    ("GE", SETGE)):
+    stencil(_name, f"a {_name.lower()} b as 0 or 1")(_compare(_set))

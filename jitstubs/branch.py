@@ -1,0 +1,56 @@
+"""Stencils for control flow inside a trace.
+
+A trace follows one recorded path: an unconditional forward jump emits
+nothing, a conditional branch becomes a guard whose failure leaves through
+the `branch` exit (the path not recorded), and the back-edge that closes the
+loop jumps to the start of the trace.  Variant names say which way the
+recorded path went: `:taken` (it jumped) or `:fallthrough`.
+"""
+from peachpy.x86_64 import CMP, MOV, SUB, TEST, byte, qword, rax
+
+from .asm import HEAD, SP, stencil
+
+
+@stencil("JUMP")
+def jump(a):
+    """nothing: the trace continues at the target"""
+
+
+def _pop_guard(cc):
+    def emit(a):
+        a(MOV(rax, qword[SP - 8]), SUB(SP, 8), TEST(rax, rax))
+        a.jcc_hole(cc, "branch")
+    return emit
+
+
+# JUMP_IF_FALSE jumps when the value is zero: recorded taken, a non-zero leaves
+stencil("JUMP_IF_FALSE:taken", "pop; leave unless zero")(_pop_guard("ne"))
+stencil("JUMP_IF_FALSE:fallthrough", "pop; leave if zero")(_pop_guard("e"))
+stencil("JUMP_IF_TRUE:taken", "pop; leave if zero")(_pop_guard("e"))
+stencil("JUMP_IF_TRUE:fallthrough", "pop; leave unless zero")(_pop_guard("ne"))
+
+
+def _cell_guard(cc):
+    def emit(a):
+        a(CMP(byte[HEAD], 0))
+        a.jcc_hole(cc, "branch")
+    return emit
+
+
+stencil("JUMP_IF_CELL_ZERO:taken", "leave unless the cell is zero")(_cell_guard("ne"))
+stencil("JUMP_IF_CELL_ZERO:fallthrough", "leave if the cell is zero")(_cell_guard("e"))
+stencil("LOOP_IF_CELL:fallthrough", "leave if the cell is non-zero")(_cell_guard("ne"))
+
+
+@stencil("LOOP:close")
+def loop_close(a):
+    """back to the start of the trace"""
+    a.jmp_hole("loop")
+
+
+@stencil("LOOP_IF_CELL:close")
+def loop_if_cell_close(a):
+    """back to the start while the cell is non-zero, else leave past the loop"""
+    a(CMP(byte[HEAD], 0))
+    a.jcc_hole("ne", "loop")
+    a.jmp_hole("branch")

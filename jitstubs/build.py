@@ -1,0 +1,99 @@
+"""Builds every stencil and writes the artifact the JIT loads.
+
+The artifact (JSON) holds each stencil's bytes, its hole table and an
+annotated disassembly, headed by a hash of everything that went into it;
+it is written atomically so a crash never leaves half a file.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from . import asm
+
+ROOT = Path(__file__).resolve().parents[1]
+FAMILIES = ("stack", "arith", "branch", "tape", "exits")
+
+
+def input_hash() -> str:
+    """Hash of the stencil sources, the VM layout and the register contract."""
+    h = hashlib.sha256()
+    paths = sorted(Path(__file__).parent.glob("*.py")) + [
+        ROOT / "csrc" / "vm.h", ROOT / "src" / "shimlab" / "contract.py"]
+    for p in paths:
+        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def load_families() -> dict:
+    import importlib
+    for fam in FAMILIES:
+        importlib.import_module(f"jitstubs.{fam}")
+    return asm.REGISTRY
+
+
+def disassemble(code: bytes, holes=()) -> str:
+    """objdump's listing of raw stencil bytes, hole bytes marked."""
+    if not code:
+        return "    (empty: emits no code)\n"
+    with tempfile.NamedTemporaryFile(suffix=".bin") as f:
+        f.write(code)
+        f.flush()
+        out = subprocess.run(["objdump", "-D", "-b", "binary", "-m", "i386:x86-64",
+                              "-M", "intel", "--insn-width=12", f.name], capture_output=True, text=True)
+    if out.returncode != 0:
+        return f"    (objdump failed: {out.stderr.strip()})\n"
+    lines = []
+    for line in out.stdout.splitlines():
+        parts = line.split("\t")
+        if len(parts) < 2 or not parts[0].strip().rstrip(":").strip():
+            continue
+        try:
+            start = int(parts[0].strip().rstrip(":"), 16)
+        except ValueError:
+            continue
+        size = len(parts[1].split())
+        text = parts[2] if len(parts) > 2 else ""
+        marks = [f"{h.kind}@{h.offset}" for h in holes if start <= h.offset < start + size]
+        lines.append(f"    {start:4x}: {parts[1].strip():<32} {text.strip()}"
+                     + (f"    <- hole {', '.join(marks)}" if marks else ""))
+    return "\n".join(lines) + "\n"
+
+
+def build_all() -> dict:
+    registry = load_families()
+    stencils = {}
+    for name, (fn, doc) in registry.items():
+        s = asm.assemble(name, fn, doc)
+        d = s.to_json()
+        d["disassembly"] = disassemble(s.code, s.holes)
+        stencils[name] = d
+    return {"generated_by": "jitstubs.build -- do not edit", "hash": input_hash(),
+            "placeholders": {k: hex(v) for k, v in asm.PLACEHOLDER.items()},
+            "stencils": stencils}
+
+
+def write(path: Path) -> dict:
+    artifact = build_all()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".stencils-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(artifact, f, indent=1)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return artifact
+
+
+if __name__ == "__main__":
+    import sys
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "build" / "stencils.json"
+    a = write(out)
+    print(f"{len(a['stencils'])} stencils -> {out} (inputs {a['hash']})")

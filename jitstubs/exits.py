@@ -1,0 +1,54 @@
+"""Exit stubs (one per crossing) and the counting stencils of count builds.
+
+Every exit first sets ip to the bytecode instruction to resume at; then:
+  exit:shim                 stores sp and head in the vm and returns ip to the shim
+  exit:direct               jumps through the dispatch table, like any handler
+  exit:direct-handler       jumps straight to the handler of the known instruction
+These stubs are the only code that differs between the three JIT modes.
+"""
+from peachpy.x86_64 import DEC, INC, JMP, MOV, MOVSXD, RET, dword, qword, rax, rcx
+
+from .asm import HEAD, IP, SP, TABLE, VM, stencil, vm_offset
+
+
+@stencil("exit:shim")
+def exit_shim(a):
+    a(MOV(IP, a.hole("resume_ip")), MOV(qword[VM + vm_offset("sp")], SP),
+      MOV(qword[VM + vm_offset("head")], HEAD), MOV(rax, IP), RET())
+
+
+@stencil("exit:direct")
+def exit_direct(a):
+    a(MOV(IP, a.hole("resume_ip")), MOVSXD(rax, dword[IP]), JMP(qword[TABLE + rax * 8]))
+
+
+@stencil("exit:direct:count")
+def exit_direct_count(a):
+    """exit:direct that also counts the instruction it dispatches (count builds)"""
+    a(MOV(IP, a.hole("resume_ip")), MOVSXD(rax, dword[IP]),
+      MOV(rcx, qword[VM + vm_offset("counts")]), INC(qword[rcx + rax * 8]),
+      JMP(qword[TABLE + rax * 8]))
+
+
+@stencil("exit:direct-handler")
+def exit_direct_handler(a):
+    a(MOV(IP, a.hole("resume_ip")))
+    a.jmp_hole("handler")
+
+
+@stencil("count")
+def count(a):
+    """one more execution of an opcode (count builds)"""
+    a(MOV(rax, qword[VM + vm_offset("counts")]), INC(qword[rax + a.hole("count")]))
+
+
+@stencil("uncount")
+def uncount(a):
+    """a deopt exit takes back the count of the instruction it did not run"""
+    a(MOV(rax, qword[VM + vm_offset("counts")]), DEC(qword[rax + a.hole("count")]))
+
+
+@stencil("tally")
+def tally(a):
+    """one more entry into, or exit from, a trace (--stats only)"""
+    a(MOV(rax, a.hole("tally")), INC(qword[rax]))

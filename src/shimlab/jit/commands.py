@@ -1,0 +1,82 @@
+"""`shimlab stencils list|show|test`: look at and check the PeachPy stencils."""
+from __future__ import annotations
+
+import sys
+
+from ..errors import ShimlabError
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("stencils", help="list, disassemble and test the JIT's PeachPy stencils")
+    s = p.add_subparsers(dest="action", required=True)
+    s.add_parser("list", help="every stencil: size, holes, what it does").set_defaults(fn=cmd_list)
+    show = s.add_parser("show", help="a stencil's disassembly with its holes marked")
+    show.add_argument("name")
+    show.set_defaults(fn=cmd_show)
+    test = s.add_parser("test", help="run stencils alone from random states against the oracle")
+    test.add_argument("name", nargs="*", help="stencils to test (default: all)")
+    test.add_argument("--trials", type=int, default=40)
+    test.add_argument("--seed", type=int, default=0)
+    test.add_argument("--cc", help="compiler for the harness (default: the best one found)")
+    test.set_defaults(fn=cmd_test)
+
+
+def _load():
+    from . import stencils
+    return stencils.load()
+
+
+def cmd_list(args) -> int:
+    from ..bench.table import table
+    from .. import isa
+    rows = []
+    for s in _load().values():
+        base = isa.BY_NAME.get(s.name.split(":")[0])
+        doc = s.doc or (base.doc if base else "")
+        rows.append((s.name, len(s.code), ", ".join(h.kind for h in s.holes) or "-", doc))
+    print(table(rows, ["stencil", "bytes", "holes", "what it does"], align="lrll"))
+    return 0
+
+
+def _get(name: str):
+    st = _load()
+    if name not in st:
+        close = [n for n in st if n.split(":")[0] == name.split(":")[0].upper()]
+        hint = f" (did you mean {', '.join(close)}?)" if close else \
+            " (shimlab stencils list shows them all)"
+        raise ShimlabError(f"no stencil named {name!r}{hint}")
+    return st[name]
+
+
+def cmd_show(args) -> int:
+    s = _get(args.name)
+    print(f"{s.name}: {len(s.code)} bytes" + (f" -- {s.doc}" if s.doc else ""))
+    for h in s.holes:
+        print(f"  hole {h.kind:<9} at +{h.offset}, {h.width} bytes")
+    print(s.disassembly, end="")
+    return 0
+
+
+def cmd_test(args) -> int:
+    from .. import isolate
+    from . import stenciltest
+    names = args.name or list(_load())
+    for n in names:
+        _get(n)
+    bad = 0
+    for n in names:
+        try:
+            failures = isolate.call(f"stencil {n}", stenciltest.run_stencil, n, args.trials,
+                                    args.seed, args.cc)
+        except isolate.Crash as e:
+            failures = [str(e)]
+        if n.startswith(("exit:", "count", "uncount", "tally")) and not failures:
+            print(f"  -   {n}  (checked inside every other stencil's trace)")
+            continue
+        print(f"  {'ok ' if not failures else 'BAD'} {n}")
+        for f in failures[:3]:
+            print(f"        {f}")
+        bad += bool(failures)
+    print(f"{len(names) - bad} of {len(names)} stencils agree with the oracle "
+          f"({args.trials} random states each)", file=sys.stderr)
+    return 1 if bad else 0

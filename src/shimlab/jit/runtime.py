@@ -1,0 +1,199 @@
+"""The JIT attached to one loaded program: counters and recorder buffers for
+the C interpreter, the hook it calls when a recording is ready, trace
+installation (ENTER_JIT at the loop header), --stats and --perf-map."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from .. import isa
+from ..errors import ShimlabError
+from . import compile as jit_compile
+from .memory import CodeMemory
+from .trace import TRACEABLE, Decline, Trace, from_recording
+
+DEFAULT_THRESHOLD = 64
+MAX_TRACE = 2000              # VM instructions in one trace
+MAX_TRACE_BYTES = 256 << 10   # machine code of one trace
+MAX_CODE_BYTES = 64 << 20     # all traces of one program
+RETRIES = 2                   # recordings that left the loop before a linear trace is kept
+NEVER = (1 << 63) - 1
+ENTER_JIT = isa.NUM_OPCODES
+
+
+class JitError(ShimlabError):
+    pass
+
+
+@dataclass
+class TraceInfo:
+    index: int
+    start: int
+    ops: int
+    size: int
+    closed: bool
+    why_end: str
+    exits: list[int]                 # resume pc of each exit slot
+    address: int = 0
+    tallies: object = None           # int64[1 + exits]: entries, then each exit
+
+    def entries(self) -> int | None:
+        return None if self.tallies is None else int(self.tallies[0])
+
+    def exit_counts(self) -> list[int] | None:
+        return None if self.tallies is None else [int(self.tallies[1 + i])
+                                                  for i in range(len(self.exits))]
+
+
+@dataclass
+class JitStats:
+    traces: list[TraceInfo] = field(default_factory=list)
+    declined: list[tuple[int, str]] = field(default_factory=list)   # (header pc, why)
+    recordings: int = 0
+
+
+class Jit:
+    def __init__(self, loaded, threshold: int = DEFAULT_THRESHOLD, stats: bool = False,
+                 perf_map: bool = False, max_trace: int = MAX_TRACE,
+                 max_trace_bytes: int = MAX_TRACE_BYTES, max_code_bytes: int = MAX_CODE_BYTES):
+        if threshold < 1:
+            raise JitError("--jit-threshold must be at least 1")
+        from ..vm import ffi, handler_addresses
+        f = self.ffi = ffi()
+        self.loaded, self.lib, vm = loaded, loaded.lib, loaded.vm
+        self.mode = loaded.build.mode
+        self.threshold, self.want_stats, self.perf_map = threshold, stats, perf_map
+        self.max_trace_bytes, self.max_code_bytes = max_trace_bytes, max_code_bytes
+        n = len(loaded.program.code)
+        self.entry = f.new("void *[]", n)
+        self.counters = f.new("int64_t[]", [threshold] * n)
+        names = {ins.name for ins in isa.INSTRUCTIONS}
+        self.traceable = f.new("uint8_t[]", [1 if ins.name in TRACEABLE else 0
+                                             for ins in isa.INSTRUCTIONS] + [0])
+        assert TRACEABLE <= names
+        self.rec = f.new("int32_t[]", max_trace)
+        vm.jit_entry, vm.jit_counters, vm.jit_traceable = self.entry, self.counters, self.traceable
+        vm.rec_buf, vm.rec_cap = self.rec, max_trace
+        self.hook = f.callback("void(sl_vm *)", self._on_recorded)
+        vm.jit_hook = self.hook
+        vm.pin_code = 1
+        self.handlers = handler_addresses(loaded.build)
+        self.memory = CodeMemory(self.lib, f, min(self.handlers))
+        self.stats = JitStats()
+        self.retries: dict[int, int] = {}
+        self.error: BaseException | None = None
+        self.code = list(loaded.program.code)
+
+    # -- called from C, in the middle of sl_run --------------------------------
+    def _on_recorded(self, vm) -> None:
+        try:
+            self._compile_recording(vm)
+        except BaseException as e:       # never unwind through C: stop jitting, report later
+            self.error = e
+            for i in range(len(self.code)):
+                self.counters[i] = NEVER
+        finally:
+            vm.rec_len = 0
+
+    def _compile_recording(self, vm) -> None:
+        f = self.ffi
+        self.stats.recordings += 1
+        code_base = int(f.cast("uintptr_t", vm.code))
+        stop_pc = (int(f.cast("uintptr_t", vm.ip)) - code_base) // 8
+        rec = [int(self.rec[i]) for i in range(vm.rec_len)]
+        start = (int(f.cast("uintptr_t", vm.rec_start)) - code_base) // 8
+        try:
+            trace = from_recording(self.code, rec, stop_pc, full=vm.rec_len >= vm.rec_cap,
+                                   stop_op=int(vm.code[stop_pc].op))
+            if trace.retry and self.retries.get(start, 0) < RETRIES:
+                raise Decline(trace.why_end, retry=True)
+        except Decline as d:
+            if d.retry and self.retries.get(start, 0) < RETRIES:
+                self.retries[start] = self.retries.get(start, 0) + 1
+                self.counters[start] = self.threshold
+            else:
+                self.counters[start] = NEVER
+                self.stats.declined.append((start, d.reason))
+            return
+        self.counters[start] = NEVER
+        self._install(trace, code_base)
+
+    def _install(self, trace: Trace, code_base: int) -> None:
+        f = self.ffi
+        info = TraceInfo(len(self.stats.traces), trace.start, len(trace.ops), 0, trace.closed,
+                         trace.why_end, [])
+        ctx = jit_compile.Context(self.mode, code_base, self.loaded.program.consts, self.code,
+                                  self.handlers, count=self.loaded.build.count)
+        if self.want_stats:
+            nexits = 1 + 2 * len(trace.ops)         # an upper bound: one slot per guard
+            info.tallies = f.new("int64_t[]", 1 + nexits)
+            ctx.tallies = int(f.cast("uintptr_t", info.tallies))
+        compiled = jit_compile.compile_trace(trace, ctx, None)     # to learn the size
+        if len(compiled.code) > self.max_trace_bytes:
+            self.stats.declined.append((trace.start, f"{len(compiled.code)} bytes of code, "
+                                        f"more than the {self.max_trace_bytes} allowed"))
+            return
+        if self.memory.bytes + len(compiled.code) > self.max_code_bytes:
+            self.stats.declined.append((trace.start, f"the JIT's code limit "
+                                        f"({self.max_code_bytes} bytes) is reached"))
+            return
+
+        def fill(address: int) -> bytes:
+            nonlocal compiled
+            compiled = jit_compile.compile_trace(trace, ctx, address)
+            return compiled.code
+        address = self.memory.place(len(compiled.code), fill)
+        info.address, info.size = address, len(compiled.code)
+        info.exits = [e.pc for e in compiled.exits]
+        self.stats.traces.append(info)
+        if self.perf_map:
+            self._write_perf_map(info, compiled)
+        self.entry[trace.start] = f.cast("void *", address)
+        f.cast("sl_instr *", self.loaded.vm.code)[trace.start].op = ENTER_JIT
+
+    def _write_perf_map(self, info: TraceInfo, compiled) -> None:
+        name = self.loaded.program.name
+        lines = [f"{info.address:x} {info.size:x} shimlab:trace{info.index}:{name}:pc{info.start}\n"]
+        for off, size, sym in compiled.symbols:
+            lines.append(f"{info.address + off:x} {size:x} shimlab:trace{info.index}:{sym}\n")
+        with open(f"/tmp/perf-{os.getpid()}.map", "a") as fh:
+            fh.writelines(lines)
+
+    # -- after a run -------------------------------------------------------------
+    def check(self) -> None:
+        if self.error is not None:
+            e, self.error = self.error, None
+            if isinstance(e, ShimlabError):
+                raise e
+            raise JitError(f"the JIT failed: {type(e).__name__}: {e}") from e
+
+    def report(self) -> str:
+        s = self.stats
+        lines = [f"jit ({self.mode}): {len(s.traces)} trace(s) compiled, "
+                 f"{len(s.declined)} declined, {s.recordings} recording(s), "
+                 f"{sum(t.size for t in s.traces)} bytes of code"
+                 + (" (dual-mapped: the kernel refused mprotect to exec)"
+                    if self.memory.dual else "")]
+        for t in s.traces:
+            pos = self.loaded.program.position(t.start)
+            where = f" ({self.loaded.program.name}:{pos[0]})" if pos and pos[0] else ""
+            ent = t.entries()
+            lines.append(f"  trace {t.index}: loop at pc {t.start}{where}, {t.ops} instructions, "
+                         f"{t.size} bytes, {'loops' if t.closed else 'ends: ' + t.why_end}"
+                         + ("" if ent is None else f", entered {ent} times"))
+            counts = t.exit_counts()
+            if counts is None:
+                lines.append(f"      {len(t.exits)} exits, to pcs {', '.join(map(str, t.exits))}")
+                continue
+            for i, pc in enumerate(t.exits):
+                if counts[i]:
+                    lines.append(f"      exit {i} -> pc {pc}: taken {counts[i]} times")
+            idle = sum(1 for c in counts if not c)
+            if idle:
+                lines.append(f"      {idle} other exit(s) never taken")
+        for pc, why in s.declined:
+            lines.append(f"  declined: loop at pc {pc}: {why}")
+        return "\n".join(lines)
+
+    def close(self) -> None:
+        self.memory.release()

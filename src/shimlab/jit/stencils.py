@@ -1,0 +1,64 @@
+"""Loads the stencil artifact that jitstubs/build.py writes, rebuilding it
+when any of its inputs changed (the artifact is headed by their hash)."""
+from __future__ import annotations
+
+import json
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+from ..build import ROOT, cache_root
+from ..errors import ShimlabError
+
+
+class StencilError(ShimlabError):
+    pass
+
+
+def _jitstubs():
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    try:
+        import peachpy  # noqa: F401
+    except ImportError:
+        raise StencilError("PeachPy is not importable: install Debian's python3-peachpy "
+                           "(apt-get install python3-peachpy), then run make setup") from None
+    import jitstubs.build
+    return jitstubs.build
+
+
+def artifact_path() -> Path:
+    return cache_root() / "stencils.json"
+
+
+@lru_cache(maxsize=None)
+def load() -> dict:
+    """name -> jitstubs.asm.Stencil (with .disassembly), current with its sources."""
+    build = _jitstubs()
+    from jitstubs.asm import AsmError, Stencil
+    path = artifact_path()
+    want = build.input_hash()
+    data = None
+    if path.exists():
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            data = None
+    if not data or data.get("hash") != want:
+        try:
+            data = build.write(path)
+        except AsmError as e:
+            raise StencilError(f"stencil build failed: {e}") from None
+    return {name: Stencil.from_json(d) for name, d in data["stencils"].items()}
+
+
+def placeholders() -> dict[str, int]:
+    _jitstubs()
+    from jitstubs.asm import PLACEHOLDER
+    return dict(PLACEHOLDER)
+
+
+def hole_widths() -> dict[str, int]:
+    _jitstubs()
+    from jitstubs.asm import HOLE_WIDTH
+    return dict(HOLE_WIDTH)

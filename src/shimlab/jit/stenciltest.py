@@ -1,0 +1,178 @@
+"""`shimlab stencils test`: each stencil run alone from random VM states and
+held to the Python oracle.
+
+A stencil is compiled into a one-instruction trace (or a tiny loop for the
+stencils that close one), entered through the jit-shim shim with the
+contract registers set from the VM, and left through its exit stub; the VM
+state it leaves (stack, locals, tape, head, output, input position, resume
+pc) must be what the oracle computes.  A stencil may instead leave through
+its deopt exit, resuming AT its own instruction with nothing changed.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from .. import isa
+from ..bytecode import Function, Program
+from ..isa import VMError
+from ..reference import _State
+from . import compile as jit_compile
+from . import stencils as stencil_store
+from .trace import Trace, TraceOp
+
+NSTACK, NLOCALS, TAPE = 6, 4, 64
+OP = isa.OPCODE
+
+
+@dataclass
+class Case:
+    code: list[tuple[int, int]]   # the snippet: runs from pc 0
+    ops: list[TraceOp]            # the trace over it
+    closed: bool
+    end_pc: int | None
+
+
+def _arg_for(name: str, rng: random.Random) -> int:
+    ins = isa.BY_NAME[name]
+    if ins.operand is isa.Operand.LOCAL:
+        return rng.randrange(NLOCALS)
+    if ins.operand is isa.Operand.CONST:
+        return rng.randrange(3)
+    if ins.operand is isa.Operand.FORWARD:
+        return rng.choice([2, 3])
+    if name == "MOVE":
+        return rng.choice([-3, -1, 1, 2, 40, -40])
+    if name in ("PRINT_BYTE", "CELL_ADD"):
+        return rng.choice([0, 1, 65, 255, -7, 300])
+    return rng.choice([0, 1, -1, 7, -100000, 1 << 30])
+
+
+def case_for(stencil: str, rng: random.Random) -> Case:
+    """A snippet and trace that exercise `stencil`, with random operands."""
+    name, _, variant = stencil.partition(":")
+    halt = (OP["HALT"], 0)
+    if variant == "close":
+        if name == "LOOP_IF_CELL":     # count the cell down to zero
+            code = [(OP["CELL_ADD"], -1), (OP["LOOP_IF_CELL"], -1), halt]
+            ops = [TraceOp(0, OP["CELL_ADD"], -1, "CELL_ADD"),
+                   TraceOp(1, OP["LOOP_IF_CELL"], -1, stencil, 2)]
+        else:                          # while cell: cell -= 1
+            code = [(OP["JUMP_IF_CELL_ZERO"], 3), (OP["CELL_ADD"], -1), (OP["LOOP"], -2), halt]
+            ops = [TraceOp(0, OP["JUMP_IF_CELL_ZERO"], 3, "JUMP_IF_CELL_ZERO:fallthrough", 3),
+                   TraceOp(1, OP["CELL_ADD"], -1, "CELL_ADD"),
+                   TraceOp(2, OP["LOOP"], -2, stencil)]
+        return Case(code, ops, True, None)
+    if name == "LOOP_IF_CELL":         # fallthrough: leaves backward when the cell is non-zero
+        code = [halt, halt, (OP["LOOP_IF_CELL"], -2), halt]
+        return Case(code, [TraceOp(2, OP["LOOP_IF_CELL"], -2, stencil, 0)], False, 3)
+    arg = _arg_for(name, rng)
+    code = [(OP[name], arg)] + [halt] * 4
+    exit_pc = None
+    if variant:
+        exit_pc = 1 if variant == "taken" else arg
+    return Case(code, [TraceOp(0, OP[name], arg, stencil, exit_pc)], False,
+                arg if variant == "taken" or name == "JUMP" else 1)
+
+
+def _random_state(rng: random.Random):
+    values = [0, 1, -1, 2, 3, -3, 63, 64, 65, isa.INT64_MIN, isa.INT64_MAX, 12345678901]
+    stack = [rng.choice(values) if rng.random() < 0.5 else rng.randrange(-99, 99)
+             for _ in range(NLOCALS + NSTACK)]
+    tape = bytearray(rng.choice([0, 0, 1, 2, 5, 255, rng.randrange(256)]) for _ in range(TAPE))
+    head = rng.randrange(TAPE)
+    inp = bytes(rng.randrange(256) for _ in range(rng.choice([0, 1, 3])))
+    return stack, tape, head, inp
+
+
+def _oracle(case: Case, consts, stack, tape, head, inp, exits: set[int]):
+    prog = Program("stencil", case.code, consts, [Function("main", 0, 0, NLOCALS, [], 16)])
+    s = _State(prog, inp, len(tape), 1 << 10, 4)
+    s.stack, s.tape, s.head, s.pc = list(stack), bytearray(tape), head, case.ops[0].pc
+    table = [ins.py for ins in isa.INSTRUCTIONS]
+    for _ in range(10_000):
+        op, arg = case.code[s.pc]
+        ins = isa.INSTRUCTIONS[op]
+        try:
+            nxt = table[op](s, arg)
+        except VMError:
+            return None                    # the JIT must have deopted
+        moves = isa.is_jump(ins)
+        s.pc = nxt if moves and nxt is not None else s.pc + 1
+        if s.pc in exits or s.pc not in {t.pc for t in case.ops}:
+            break
+    return s
+
+
+def run_stencil(name: str, trials: int = 40, seed: int = 0, cc: str | None = None) -> list[str]:
+    """Failures (empty when the stencil agrees with the oracle on every trial)."""
+    from .. import build, vm as vm_mod
+    st = stencil_store.load()
+    if name not in st:
+        raise jit_compile.CompileError(f"no stencil named {name}")
+    if name.startswith(("exit:", "count", "uncount", "tally")):
+        return []          # exercised by every other stencil's trace (exit) and count builds
+    b = build.build("jit-shim", cc)
+    f = vm_mod.ffi()
+    rng = random.Random(seed)
+    failures = []
+    consts = [7, isa.INT64_MIN, -5]
+    for trial in range(trials):
+        case = case_for(name, rng)
+        stack, tape, head, inp = _random_state(rng)
+        if case.ops[0].stencil.endswith(":close"):
+            tape[head] = rng.randrange(0, 6)
+        prog = Program("stencil", case.code, consts,
+                       [Function("main", 0, 0, NLOCALS, [], NSTACK + 4)], verified=True)
+        with vm_mod.Loaded(b, prog, inp, tape_len=TAPE, stack_size=64) as loaded:
+            v = loaded.vm
+            v.ip = v.code + case.ops[0].pc
+            for i, x in enumerate(stack):
+                v.stack[i] = x
+            v.fp, v.sp = v.stack, v.stack + len(stack)
+            for i, x in enumerate(tape):
+                v.tape[i] = x
+            v.head = v.tape + head
+            code_addr = int(f.cast("uintptr_t", v.code))
+            trace = Trace(0, case.ops, case.closed, case.end_pc)
+            ctx = jit_compile.Context("jit-shim", code_addr, consts, case.code)
+            compiled = []
+
+            def fill(addr):
+                compiled.append(jit_compile.compile_trace(trace, ctx, addr))
+                return compiled[-1].code
+            addr = loaded.jit.memory.place(len(jit_compile.compile_trace(trace, ctx, None).code),
+                                           fill)
+            ip = loaded.lib.sl_jit_run_trace(v, f.cast("void *", addr))
+            pc = (int(f.cast("uintptr_t", ip)) - code_addr) // 8
+            got = {"pc": pc, "stack": [int(v.stack[i]) for i in
+                                       range((int(f.cast("uintptr_t", v.sp)) -
+                                              int(f.cast("uintptr_t", v.stack))) // 8)],
+                   "tape": bytes(f.buffer(v.tape, TAPE)),
+                   "head": int(f.cast("uintptr_t", v.head)) - int(f.cast("uintptr_t", v.tape)),
+                   "out": bytes(f.buffer(v.out, v.out_len)), "in_pos": int(v.in_pos)}
+        exits = {e.pc for e in compiled[-1].exits}
+        deopted = pc == case.ops[-1].pc and not case.closed and \
+            any(h.kind == "deopt" for h in st[name].holes)
+        if deopted:
+            want = {"pc": pc, "stack": stack, "tape": bytes(tape), "head": head, "out": b"",
+                    "in_pos": 0}
+        else:
+            s = _oracle(case, consts, stack, tape, head, inp, exits)
+            if s is None:
+                failures.append(f"trial {trial}: the oracle raises an error but the stencil "
+                                f"did not deopt (state {stack}, head {head})")
+                continue
+            want = {"pc": s.pc, "stack": s.stack, "tape": bytes(s.tape), "head": s.head,
+                    "out": bytes(s.out), "in_pos": s.in_pos}
+        for k in want:
+            if want[k] != got[k]:
+                failures.append(f"trial {trial} ({case.code[case.ops[-1].pc]}): {k} is "
+                                f"{_short(got[k])}, the oracle says {_short(want[k])}")
+                break
+    return failures
+
+
+def _short(v) -> str:
+    r = repr(v)
+    return r if len(r) < 120 else r[:117] + "..."
