@@ -177,3 +177,11 @@ int sl_bench(sl_vm *vm, int32_t warmup, int32_t samples, uint64_t *cycles, int64
     }
     return 0;
 }
+
+/* The floors of the transition benchmark: TSC cycles of one call fn(n) of
+ * machine code that repeats a primitive n times (bench/floors.py). */
+uint64_t sl_time_code(void *fn, uint64_t n) {
+    uint64_t t0 = sl_tsc_begin();
+    ((void (*)(uint64_t))fn)(n);
+    return sl_tsc_end() - t0;
+}

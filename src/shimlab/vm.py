@@ -34,6 +34,7 @@ int sl_jit_map(size_t size, void *hint, int dual, void **rw, void **rx);
 int sl_jit_seal(void *rw, void *rx, size_t size);
 int sl_jit_unmap(void *p, size_t size);
 const sl_instr *sl_jit_run_trace(sl_vm *vm, void *trace);
+uint64_t sl_time_code(void *fn, uint64_t n);
 """
 
 
@@ -95,6 +96,8 @@ class Loaded:
         if self.lib.sl_prepare(vm):
             self.lib.sl_release(vm)
             raise RunError("out of memory preparing the VM")
+        if self.jit is not None:
+            self.jit.prepared()
 
     def close(self) -> None:
         if self.vm is not None:

@@ -10,7 +10,7 @@ from .. import isa
 from ..errors import ShimlabError
 from . import compile as jit_compile
 from .memory import CodeMemory
-from .trace import TRACEABLE, Decline, Trace, from_recording
+from .trace import TRACEABLE, Decline, Trace, TraceOp, from_recording
 
 DEFAULT_THRESHOLD = 64
 MAX_TRACE = 2000              # VM instructions in one trace
@@ -55,7 +55,11 @@ class JitStats:
 class Jit:
     def __init__(self, loaded, threshold: int = DEFAULT_THRESHOLD, stats: bool = False,
                  perf_map: bool = False, max_trace: int = MAX_TRACE,
-                 max_trace_bytes: int = MAX_TRACE_BYTES, max_code_bytes: int = MAX_CODE_BYTES):
+                 max_trace_bytes: int = MAX_TRACE_BYTES, max_code_bytes: int = MAX_CODE_BYTES,
+                 stretches: tuple = (), record: bool = True):
+        """stretches: (first pc, end pc) of straight-line code to compile as
+        traces before the first run (benchmarks place their crossings so);
+        record=False: never record hot loops."""
         if threshold < 1:
             raise JitError("--jit-threshold must be at least 1")
         from ..vm import ffi, handler_addresses
@@ -66,7 +70,8 @@ class Jit:
         self.max_trace_bytes, self.max_code_bytes = max_trace_bytes, max_code_bytes
         n = len(loaded.program.code)
         self.entry = f.new("void *[]", n)
-        self.counters = f.new("int64_t[]", [threshold] * n)
+        self.counters = f.new("int64_t[]", [threshold if record else NEVER] * n)
+        self.stretches = list(stretches)
         names = {ins.name for ins in isa.INSTRUCTIONS}
         self.traceable = f.new("uint8_t[]", [1 if ins.name in TRACEABLE else 0
                                              for ins in isa.INSTRUCTIONS] + [0])
@@ -117,6 +122,24 @@ class Jit:
             return
         self.counters[start] = NEVER
         self._install(trace, code_base)
+
+    def prepared(self) -> None:
+        """The VM has its code in place: compile the requested stretches."""
+        code_base = int(self.ffi.cast("uintptr_t", self.loaded.vm.code))
+        for start, end in self.stretches:
+            if not 0 <= start < end <= len(self.code):
+                raise JitError(f"stretch {start}..{end} is outside the code")
+            ops = []
+            for pc in range(start, end):
+                op, arg = self.code[pc]
+                ins = isa.INSTRUCTIONS[op]
+                if ins.name not in TRACEABLE or ins.flow is not isa.Flow.NEXT:
+                    raise JitError(f"stretch {start}..{end}: {ins.name} at pc {pc} is not "
+                                   "straight-line code with a stencil")
+                ops.append(TraceOp(pc, op, arg, ins.name))
+            self.counters[start] = NEVER
+            self._install(Trace(start, ops, closed=False, end_pc=end, why_end="stretch ends"),
+                          code_base)
 
     def _install(self, trace: Trace, code_base: int) -> None:
         f = self.ffi

@@ -1,0 +1,112 @@
+"""The transition benchmark's programs: a loop whose every iteration does the
+same work, split into M segments of [JIT stretch][interpreted stretch].
+
+Each JIT stretch gets its own trace, installed before the first run (no
+recording, so every run is the same); its exit resumes at the interpreted
+stretch, which runs in the interpreter up to the next segment's ENTER_JIT.
+Programs with different M execute the same VM instructions, J in traces and
+I in the interpreter per iteration, plus the loop's own control (always
+interpreted); they differ only in M round trips per iteration.  The work
+is LOAD_INT/POP pairs: cheap, and no long dependency chain through memory.
+
+A spec names a program: "transitions:m=4,j=64,i=64,n=20000" (or "interp:k=16,n=..."
+for a loop of k interpreted instructions, which measures one dispatch).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..bytecode import Assembler, Function, Program
+from ..errors import ShimlabError
+from ..frontend.verify import verify
+
+PREFIXES = ("transitions:", "interp:")
+
+
+@dataclass(frozen=True)
+class Spec:
+    kind: str
+    m: int = 1          # crossings (round trips) per iteration
+    j: int = 64         # VM instructions per iteration in traces
+    i: int = 64         # VM instructions per iteration in the interpreter (work part)
+    k: int = 0          # interp: instructions per iteration
+    n: int = 20000      # iterations
+
+    @property
+    def name(self) -> str:
+        if self.kind == "interp":
+            return f"interp:k={self.k},n={self.n}"
+        return f"transitions:m={self.m},j={self.j},i={self.i},n={self.n}"
+
+
+def is_synthetic(workload: str) -> bool:
+    return workload.startswith(PREFIXES)
+
+
+def parse(spec: str) -> Spec:
+    kind, _, rest = spec.partition(":")
+    try:
+        fields = {k: int(v) for k, v in (p.split("=") for p in rest.split(",") if p)}
+        s = Spec(kind, **fields)
+    except (ValueError, TypeError):
+        raise ShimlabError(f"bad synthetic workload {spec!r} (e.g. transitions:m=4,j=64,i=64,"
+                           f"n=20000)") from None
+    if kind == "transitions":
+        if s.m < 1 or s.j % (2 * s.m) or s.i % (2 * s.m) or s.j < 2 * s.m or s.i < 2 * s.m:
+            raise ShimlabError(f"{spec}: j and i must be positive multiples of 2*m "
+                               "(the work is LOAD_INT/POP pairs split evenly over m segments)")
+    elif kind == "interp":
+        if s.k < 2 or s.k % 2:
+            raise ShimlabError(f"{spec}: k must be an even number >= 2")
+    else:
+        raise ShimlabError(f"unknown synthetic workload {spec!r}")
+    if s.n < 1:
+        raise ShimlabError(f"{spec}: n must be at least 1")
+    return s
+
+
+def _pairs(a: Assembler, instructions: int) -> None:
+    for _ in range(instructions // 2):
+        a.emit("LOAD_INT", 1)
+        a.emit("POP")
+
+
+def build(spec: str) -> tuple[Program, list[tuple[int, int]]]:
+    """The program and its JIT stretches as (first pc, pc after the last)."""
+    s = parse(spec)
+    a = Assembler(s.name, "bytecode")
+    stretches = []
+    a.load_int(s.n)
+    a.emit("STORE_LOCAL", 0)
+    top = a.label()
+    a.bind(top)
+    if s.kind == "interp":
+        _pairs(a, s.k)
+    else:
+        for _ in range(s.m):
+            start = a.pc
+            _pairs(a, s.j // s.m)
+            stretches.append((start, a.pc))
+            _pairs(a, s.i // s.m)
+    # loop control, in the interpreter: n -= 1; while n
+    a.emit("LOAD_LOCAL", 0)
+    a.emit("LOAD_INT", 1)
+    a.emit("SUB")
+    a.emit("DUP")
+    a.emit("STORE_LOCAL", 0)
+    done = a.label()
+    a.emit("JUMP_IF_FALSE", done)
+    back = a.pc
+    a.emit("LOOP", 0)
+    a.program.code[back] = (a.program.code[back][0], top.pc - back)
+    a.bind(done)
+    a.emit("HALT")
+    prog = a.finish()
+    prog.functions = [Function("main", 0, 0, 1, ["n"], 4)]
+    return verify(prog), stretches
+
+
+def instructions_per_run(spec: str) -> int:
+    s = parse(spec)
+    body = s.k if s.kind == "interp" else s.j + s.i
+    return 2 + s.n * (body + 7)     # setup; body and control (the last LOOP is HALT)
