@@ -5,7 +5,12 @@
  * vm->code == NULL. */
 const void *sl_handler_addrs[SL_NUM_OPCODES];
 const char *const sl_variant = "goto";
-#define DISPATCH() do { SL_COUNT(ip->op); goto *sl_labels[ip->op]; } while (0)
+#ifdef SL_DISPATCH_BARRIER
+#define SL_BARRIER() __asm__ volatile("")
+#else
+#define SL_BARRIER() ((void)0)
+#endif
+#define DISPATCH() do { SL_COUNT(ip->op); SL_BARRIER(); goto *sl_labels[ip->op]; } while (0)
 #define SL_LEAVE(s) do { SL_SAVE_STATE(); return (s); } while (0)
 #define SL_EXPORT_HANDLERS() \
     for (int i_ = 0; i_ < SL_NUM_OPCODES; i_++) sl_handler_addrs[i_] = sl_labels[i_]

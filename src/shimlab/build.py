@@ -57,15 +57,23 @@ class Build:
     count: bool
     path: Path           # the shared object
     key: str
+    profile: Path | None = None           # the PGO profile it was built with
 
     @property
     def command_flags(self) -> tuple[str, ...]:
-        return self.flags + MODE_FLAGS.get((self.mode, self.compiler.family), ())
+        extra = MODE_FLAGS.get((self.mode, self.compiler.family), ())
+        if self.profile is not None:
+            from . import pgo
+            extra += pgo.use_flags(self.compiler, self.profile)
+        return self.flags + extra
 
     def describe(self) -> dict:
-        return {"mode": self.mode, "compiler": self.compiler.name,
-                "compiler_version": self.compiler.version,
-                "flags": " ".join(self.command_flags), "count": self.count, "key": self.key}
+        d = {"mode": self.mode, "compiler": self.compiler.name,
+             "compiler_version": self.compiler.version,
+             "flags": " ".join(self.command_flags), "count": self.count, "key": self.key}
+        if self.profile is not None:
+            d["profile"] = str(self.profile)
+        return d
 
 
 def _variant(mode: str) -> str:
@@ -81,8 +89,23 @@ def _sources(mode: str) -> dict[str, str]:
     return files
 
 
+def _profile_digest(profile: Path) -> str:
+    """Hash of a profile's content (a file, or every file under a directory)."""
+    if not profile.exists():
+        raise BuildError(f"{profile}: no such profile")
+    h = hashlib.sha256()
+    files = sorted(p for p in profile.rglob("*") if p.is_file()) if profile.is_dir() else [profile]
+    for f in files:
+        h.update(str(f.relative_to(profile) if profile.is_dir() else f.name).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
 def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAULT_FLAGS,
-          count: bool = False) -> Build:
+          count: bool = False, profile: str | os.PathLike | None = None) -> Build:
+    """The cached interpreter; `profile` (made by pgo.py: a clang .profdata
+    file or a gcc profile directory) builds it profile-guided, and the
+    profile's content joins the cache key."""
     if mode not in MODES:
         raise BuildError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
     cc = toolchain.get_compiler(compiler, need=set(toolchain.MODE_FEATURES[mode]))
@@ -94,16 +117,23 @@ def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAU
         defines += (f"-DSL_JIT={JIT_DEFINE[mode]}",)
         c_files += ["shim.c", "jitmem.c"]
     ident = "jit-direct" if JIT_DEFINE.get(mode) == "SL_JIT_DIRECT" else mode
+    digest = ""
+    if profile is not None:
+        from . import pgo
+        profile = Path(profile).resolve()
+        digest = _profile_digest(profile)
+        extra += pgo.use_flags(cc, profile)
     sources = _sources(mode)
     h = hashlib.sha256()
     for part in (json.dumps(sources, sort_keys=True), cc.path, cc.version, ident,
-                 " ".join(BASE_FLAGS + flags + extra + defines)):
+                 " ".join(BASE_FLAGS + flags + extra + defines)) + ((digest,) if digest else ()):
         h.update(part.encode())
         h.update(b"\0")
     key = h.hexdigest()[:16]
-    out_dir = cache_root() / "interp" / f"{ident}-{cc.name}-{'count-' if count else ''}{key}"
+    tag = ("count-" if count else "") + ("pgo-" if profile is not None else "")
+    out_dir = cache_root() / "interp" / f"{ident}-{cc.name}-{tag}{key}"
     so = out_dir / "libshimlab.so"
-    result = Build(mode, cc, flags, count, so, key)
+    result = Build(mode, cc, flags, count, so, key, profile)
     if so.exists():
         return result
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -112,9 +142,13 @@ def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAU
         for name, text in sources.items():
             (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             (tmp / name).write_text(text)
-        cmd = [cc.path, *BASE_FLAGS, *flags, *extra, *defines, "-I", str(tmp),
-               *(str(tmp / f) for f in c_files), "-o", str(tmp / "libshimlab.so")]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        # Relative source paths, compiled inside tmp: the object code then
+        # names no temporary directory, and a gcc profile (whose checksums
+        # include each function's file name) matches between the
+        # instrumented build and the build that uses it.
+        cmd = [cc.path, *BASE_FLAGS, *flags, *extra, *defines, "-I", ".", *c_files,
+               "-o", "libshimlab.so"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp)
         if proc.returncode != 0:
             first = "; ".join(ln for ln in proc.stderr.splitlines() if "error" in ln)[:500]
             raise BuildError(f"{cc.name} failed to build the {mode} interpreter: "

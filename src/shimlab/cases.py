@@ -86,7 +86,16 @@ def _goto(merged: bool) -> str:
         # handlers: this reproduces the baseline bug on purpose.
         out.append("#define DISPATCH() goto sl_dispatch\n")
     else:
-        out.append("#define DISPATCH() do { SL_COUNT(ip->op); goto *sl_labels[ip->op]; } while (0)\n")
+        # Opt-in (-DSL_DISPATCH_BARRIER): an empty asm volatile before each
+        # dispatch jump, the knob tried in the field against dispatch merging
+        # (experiments/the-illusion.py measures whether it helps).
+        out.append("#ifdef SL_DISPATCH_BARRIER\n"
+                   "#define SL_BARRIER() __asm__ volatile(\"\")\n"
+                   "#else\n"
+                   "#define SL_BARRIER() ((void)0)\n"
+                   "#endif\n"
+                   "#define DISPATCH() do { SL_COUNT(ip->op); SL_BARRIER(); "
+                   "goto *sl_labels[ip->op]; } while (0)\n")
     out += ["#define SL_LEAVE(s) do { SL_SAVE_STATE(); return (s); } while (0)\n",
             "#define SL_EXPORT_HANDLERS() \\\n"
             "    for (int i_ = 0; i_ < SL_NUM_OPCODES; i_++) sl_handler_addrs[i_] = sl_labels[i_]\n\n",

@@ -144,6 +144,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("a")
     p.add_argument("b")
     p.set_defaults(fn=cmd_compare)
+
+    from . import reproduce
+    reproduce.add_parser(sub)
     return ap
 
 

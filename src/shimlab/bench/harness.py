@@ -32,6 +32,10 @@ class Config:
     cc: str
     input: str | None = None
     flags: tuple[str, ...] = build_mod.DEFAULT_FLAGS
+    # a PGO profile (pgo.train) to build with, and a tag that tells builds of
+    # the same mode and compiler apart in the key ("pgo", "tail-dup-64", ...)
+    profile: str | None = None
+    tag: str = ""
 
     @property
     def workload_name(self) -> str:
@@ -39,18 +43,25 @@ class Config:
 
     @property
     def key(self) -> str:
-        return f"{self.suite}/{self.workload_name}/{self.mode}/{self.cc}"
+        key = f"{self.suite}/{self.workload_name}/{self.mode}/{self.cc}"
+        return f"{key}/{self.tag}" if self.tag else key
 
     def job(self, warmup: int, samples: int, cpu: int | None) -> dict:
         return {"mode": self.mode, "cc": self.cc, "flags": list(self.flags),
                 "program": self.workload, "input": self.input, "warmup": warmup,
-                "samples": samples, "cpu": cpu}
+                "samples": samples, "cpu": cpu, "profile": self.profile}
+
+    def build(self):
+        return build_mod.build(self.mode, self.cc, self.flags, profile=self.profile)
 
     def describe(self) -> dict:
         d = asdict(self)
         d["flags"] = " ".join(self.flags)
         d["workload"] = self.workload_name
         d.pop("input")
+        for name in ("profile", "tag"):   # only when set: older files stay resumable
+            if not d[name]:
+                d.pop(name)
         return d
 
 
@@ -152,7 +163,7 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
     cpu = opts.cpu if opts.cpu is not None else default_cpu()
     # Build everything first: workers must never compile inside a round.
     for c in configs:
-        build_mod.build(c.mode, c.cc, c.flags)
+        c.build()
     vm_counts = {}
     for c in configs:
         if c.workload not in vm_counts:

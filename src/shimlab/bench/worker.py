@@ -26,7 +26,8 @@ def run_job(job: dict) -> dict:
 
     if job.get("cpu") is not None:
         os.sched_setaffinity(0, {int(job["cpu"])})
-    b = build.build(job["mode"], job["cc"], tuple(job.get("flags") or build.DEFAULT_FLAGS))
+    b = build.build(job["mode"], job["cc"], tuple(job.get("flags") or build.DEFAULT_FLAGS),
+                    profile=job.get("profile"))
     program = load_program(job["program"])
     data = b""
     if job.get("input"):

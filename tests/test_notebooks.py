@@ -1,0 +1,161 @@
+"""The experiment notebooks: each runs in quick mode as a plain script through
+`shimlab reproduce` and writes non-empty figures, tables and JSON; `--list`
+and bad input; jupytext round-trips every notebook."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from shimlab import reproduce, toolchain
+
+NOTEBOOKS = ["dispatch-by-compiler", "the-illusion", "per-opcode-profile"]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def shimlab(*args, env=None, timeout=300):
+    return subprocess.run([sys.executable, "-m", "shimlab.cli", *args], capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def one_line_error(r, *needles):
+    assert r.returncode != 0, r.stderr
+    assert "Traceback" not in r.stderr, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("shimlab: "), r.stderr
+    for n in needles:
+        assert n in lines[0], r.stderr
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    """Runs every notebook once in quick mode; name -> (process, output dir)."""
+    base = tmp_path_factory.mktemp("notebooks")
+    runs = {}
+    for name in NOTEBOOKS:
+        r = shimlab("reproduce", name, "--quick", env={"SHIMLAB_NOTEBOOK_OUT": str(base)},
+                    timeout=600)
+        runs[name] = (r, base / name)
+    return runs
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_runs_quick_and_writes_outputs(outputs, name):
+    r, out = outputs[name]
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    assert "Traceback" not in r.stderr
+    pngs = list(out.glob("*.png"))
+    assert pngs, f"{name} wrote no figure"
+    for png in pngs:
+        data = png.read_bytes()
+        assert data.startswith(PNG_MAGIC) and len(data) > 5000, f"{png} is empty or broken"
+    tables = list(out.glob("*.txt"))
+    assert tables, f"{name} wrote no table"
+    for t in tables:
+        lines = [ln for ln in t.read_text().splitlines() if ln.strip()]
+        assert len(lines) >= 3, f"{t} has no rows"          # header, rule, a row
+    results = json.loads((out / "results.json").read_text())
+    assert results["quick"] is True
+    assert results["findings"], f"{name} found nothing"
+
+
+def _builds_here(mode):
+    return [cc.name for cc in toolchain.find_compilers()
+            if cc.name in ("clang-19", "clang-22", "gcc-12", "gcc-11") and cc.can_build(mode)]
+
+
+def test_dispatch_by_compiler_covers_every_compiler_mode_and_pgo(outputs):
+    results = json.loads((outputs["dispatch-by-compiler"][1] / "results.json").read_text())
+    seen = {(r["compiler"], r["mode"], r["pgo"]) for r in results["rows"]}
+    for mode in ("switch", "goto", "tailcall"):
+        for cc in _builds_here(mode):
+            assert (cc, mode, False) in seen
+            assert (cc, mode, True) in seen or any(cc in n for n in results["notes"])
+    for row in results["rows"]:
+        lo, hi = row["cycles_per_instr"][1:]
+        assert 0 < lo <= row["cycles_per_instr"][0] <= hi
+        if row["pgo"]:
+            assert row["pgo_effect"] is not None
+    checks = {(c["compiler"], c["pgo"]): c for c in results["baseline_checks"]}
+    assert {cc for cc, _ in checks} == set(_builds_here("goto"))
+
+
+def test_the_illusion_compares_both_baselines_and_flags_the_merged_one(outputs):
+    results = json.loads((outputs["the-illusion"][1] / "results.json").read_text())
+    for cc in _builds_here("tailcall"):
+        mine = {s["baseline"]: s for s in results["speedups"] if s["compiler"] == cc}
+        assert {"goto", "goto-merged"} <= set(mine)
+        assert mine["goto-merged"]["baseline_merged"] is True
+        assert mine["goto-merged"]["baseline_dispatch_sites"] <= 1
+    knobs = {(k["compiler"], k["knob"]) for k in results["knobs"]}
+    assert any(knob == "barrier" for _, knob in knobs)
+    assert any(knob.startswith("both-") for _, knob in knobs)
+
+
+def test_per_opcode_profile_covers_bf_and_minipy(outputs):
+    results = json.loads((outputs["per-opcode-profile"][1] / "results.json").read_text())
+    kinds = {Path(p["workload"]).suffix for p in results["profiles"]}
+    assert {".bf", ".py"} <= kinds
+    for p in results["profiles"]:
+        assert sum(r["instructions"] for r in p["shares"]) == pytest.approx(1.0)
+        assert sum(p["executed"].values()) > 0
+        assert any(not name.endswith("()") for name in p["instructions"])
+
+
+def test_list_names_every_notebook_with_a_line():
+    r = shimlab("reproduce", "--list")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert [ln.split()[0] for ln in lines] == sorted(NOTEBOOKS)
+    assert all(len(ln.split(None, 1)) == 2 for ln in lines)
+
+
+def test_unknown_notebook_is_one_line():
+    one_line_error(shimlab("reproduce", "no-such-notebook"), "unknown notebook",
+                   "no-such-notebook", "dispatch-by-compiler")
+
+
+def test_no_name_is_one_line():
+    one_line_error(shimlab("reproduce"), "name a notebook")
+
+
+def test_missing_compiler_is_one_line():
+    one_line_error(shimlab("reproduce", "the-illusion", "--quick", "--cc", "clang-99"),
+                   "clang-99 not found", "apt-get install clang-99")
+
+
+def test_a_failing_notebook_is_one_line(tmp_path, monkeypatch):
+    bad = tmp_path / "broken.py"
+    bad.write_text("# %% [markdown]\n# # Broken on purpose\n# %%\nraise SystemExit(3)\n")
+    monkeypatch.setattr(reproduce, "EXPERIMENTS", tmp_path)
+    assert reproduce.describe(bad) == "Broken on purpose"
+    with pytest.raises(reproduce.ShimlabError, match="notebook broken failed"):
+        reproduce.main(reproduce_args("broken"))
+
+
+def reproduce_args(name):
+    import argparse
+    return argparse.Namespace(name=name, quick=True, list=False, cc=None)
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_jupytext_round_trips(tmp_path, name):
+    import jupytext
+    src = reproduce.find(name)
+    ipynb = tmp_path / f"{name}.ipynb"
+    r = subprocess.run([sys.executable, "-m", "jupytext", "--to", "notebook", "-o", str(ipynb),
+                        str(src)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    nb = jupytext.read(ipynb)
+    assert nb.cells[0].cell_type == "markdown"
+    assert any(c.cell_type == "code" for c in nb.cells)
+    back = jupytext.writes(nb, fmt="py:percent")
+
+    def strip(text):      # the writer stamps its own version into the header
+        return re.sub(r"^#\s+jupytext_version:.*\n", "", text, flags=re.M)
+    assert strip(back) == strip(src.read_text())
