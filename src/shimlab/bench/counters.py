@@ -89,3 +89,29 @@ def callgrind_instructions(job: dict, timeout: float = 1800) -> int:
         from ..errors import RunError
         raise RunError("callgrind wrote no instruction total")
     return int(m.group(1))
+
+
+def callgrind_batch(jobs: list[dict], timeout: float = 1800) -> list[int]:
+    """Instructions of one run of each synthetic job, in one valgrind process
+    (one start-up instead of one per job): callgrind dumps whenever sl_interpret returns (once per run here)."""
+    if not callgrind_available():
+        from ..errors import ToolchainError
+        raise ToolchainError("valgrind not found (apt-get install valgrind)")
+    from ..errors import RunError
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "cg.out")
+        cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+               "--toggle-collect=sl_interpret", "--dump-after=sl_interpret", sys.executable, "-m",
+               "shimlab.bench.worker"]
+        proc = subprocess.run(cmd, input=json.dumps({"batch": jobs}), capture_output=True,
+                              text=True, timeout=timeout)
+        if proc.returncode != 0:
+            raise RunError(f"callgrind failed: {proc.stdout.strip()[-300:] or proc.stderr[-300:]}")
+        counts = []
+        for i in range(1, len(jobs) + 1):
+            with open(f"{out}.{i}") as f:
+                m = re.search(r"^(?:summary|totals):\s*(\d+)", f.read(), re.M)
+            if not m:
+                raise RunError(f"callgrind dump {i} has no instruction total")
+            counts.append(int(m.group(1)))
+    return counts

@@ -39,9 +39,12 @@ def code(kind: str, copies: int, base: int) -> bytes:
     element_ends, call_fixes = [], []
     for k in range(copies):
         if kind == "jump":
-            out += b"\xEB\x00"                                  # jmp to the next instruction
+            # jmp over padding to the next copy: one taken jump per 16 bytes, as
+            # in real code (a dense chain of 2-byte jumps measures the BTB instead)
+            out += b"\xEB\x0E" + b"\xCC" * 14
         elif kind == "indirect":
             out += bytes(X.JMP(X.qword[X.rsi + 8 * k + 0x100]).encode())  # disp32 for all k
+            out += b"\xCC" * (16 - 6)                            # skipped: the table says where
         else:
             call_fixes.append(len(out) + 1)
             out += b"\xE8\x00\x00\x00\x00"                      # call callee

@@ -149,6 +149,11 @@ def vm_instruction_count(config: Config) -> int:
     """VM instructions one run executes (the same in every mode; tested)."""
     from .. import isolate, vm
     from ..frontend import load_program
+    from . import floors, synthetic
+    if synthetic.is_synthetic(config.workload):
+        return synthetic.instructions_per_run(config.workload)
+    if config.workload.startswith("floor:"):
+        return floors.elements_per_sample()     # cycles per copy of the primitive
     program = load_program(config.workload)
     data = Path(config.input).read_bytes() if config.input else b""
     b = build_mod.build("switch", None, count=True)
@@ -171,7 +176,15 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
     exact: dict[str, int] = {}
     use_perf = opts.count_instructions and counters.hardware_counters()[0]
     if opts.count_instructions and not use_perf:
+        from . import synthetic
+        batch = [c for c in configs if synthetic.is_synthetic(c.workload)
+                 and results.runs_done(c.key) < opts.processes]
+        if batch:    # synthetic programs: one valgrind process for all of them
+            for c, n in zip(batch, counters.callgrind_batch([c.job(0, 1, None) for c in batch])):
+                exact[c.key] = n
         for c in configs:
+            if c.workload.startswith("floor:") or synthetic.is_synthetic(c.workload):
+                continue        # floors: straight-line code, counted in floors.INSTRUCTIONS
             if results.runs_done(c.key) < opts.processes:
                 exact[c.key] = counters.callgrind_instructions(c.job(0, 1, None))
 

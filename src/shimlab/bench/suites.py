@@ -61,7 +61,11 @@ def add_parsers(sub) -> None:
     d.add_argument("--plot", action="store_true", help="write PNG and SVG plots next to it")
     d.set_defaults(fn=lambda args: main(args))
 
-    demo_p = sub.add_parser("demo", help="set-up check plus the headline benchmark, small")
+    from . import transitions
+    transitions.add_parser(bsub)
+
+    demo_p = sub.add_parser("demo", help="set-up check plus the headline benchmark (the "
+                            "transition sweep), small")
     demo_p.set_defaults(fn=lambda args: demo(args))
 
 
@@ -220,11 +224,10 @@ def demo(args) -> int:
     """What `make demo` runs: the toolchain, then the headline benchmark, small."""
     from .. import doctor
     import argparse
+    from . import transitions
     if doctor.run() != 0:
         return 1
-    print("\n== shimlab bench dispatch --quick ==\n", flush=True)
-    ns = argparse.Namespace(suite="dispatch", quick=True, cc=None, mode=None, workload=None,
-                            processes=None, warmup=None, samples=None, cpu=None, count=None,
-                            output=None, resume=None, plot=False, target_ci=None,
-                            max_processes=None, layout="random")
-    return main(ns)
+    print("\n== shimlab bench transitions (quick sweep) ==\n", flush=True)
+    ns = argparse.Namespace(size="quick", cc=None, mode=None, processes=None, samples=None,
+                            cpu=None, no_count=False, output=None, plot=False)
+    return transitions.main(ns)

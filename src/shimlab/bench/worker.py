@@ -28,7 +28,16 @@ def run_job(job: dict) -> dict:
         os.sched_setaffinity(0, {int(job["cpu"])})
     b = build.build(job["mode"], job["cc"], tuple(job.get("flags") or build.DEFAULT_FLAGS),
                     profile=job.get("profile"))
-    program = load_program(job["program"])
+    from . import synthetic
+    if job["program"].startswith("floor:"):
+        return _run_floor(job, b)
+    jit = None
+    if synthetic.is_synthetic(job["program"]):
+        program, stretches = synthetic.build(job["program"])
+        if build.is_jit(job["mode"]):
+            jit = {"stretches": stretches, "record": False}
+    else:
+        program = load_program(job["program"])
     data = b""
     if job.get("input"):
         with open(job["input"], "rb") as f:
@@ -38,7 +47,7 @@ def run_job(job: dict) -> dict:
     seed = job.get("layout_seed")
     if seed is None:
         seed = int.from_bytes(os.urandom(4), "little") or 1
-    with vm.Loaded(b, program, data, layout_seed=seed) as loaded:
+    with vm.Loaded(b, program, data, layout_seed=seed, jit=jit) as loaded:
         tsc_hz = calibrate_tsc(loaded.lib)
         warmup_ns = []
         for _ in range(int(job.get("warmup", 1))):
@@ -57,8 +66,51 @@ def run_job(job: dict) -> dict:
     return out
 
 
+def _run_floor(job: dict, b) -> dict:
+    """A floor of the transition benchmark (bench/floors.py), timed in C."""
+    from .. import vm
+    from ..jit.memory import CodeMemory
+    from . import floors
+    lib = vm._lib(str(b.path))
+    tsc_hz = calibrate_tsc(lib)
+    memory = CodeMemory(lib, vm.ffi(), min(vm.handler_addresses(b)))
+    try:
+        cycles = floors.measure(lib, vm.ffi(), memory, job["program"].split(":", 1)[1],
+                                int(job.get("samples", 5)), int(job.get("warmup", 1)))
+    finally:
+        memory.release()
+    ns = [max(int(c * 1e9 / tsc_hz), 1) for c in cycles]
+    return {"cycles": cycles, "ns": ns, "warmup_ns": [], "tsc_hz": tsc_hz, "pid": os.getpid(),
+            "cpu": sorted(os.sched_getaffinity(0))[0], "compiler_version": b.compiler.version,
+            "flags": " ".join(b.command_flags), "layout_seed": 0}
+
+
+def run_batch(jobs: list[dict]) -> dict:
+    """One sl_run of each job's program, in order (callgrind dumps after each)."""
+    from .. import build, vm
+    from . import synthetic
+    done = []
+    for job in jobs:
+        b = build.build(job["mode"], job["cc"], tuple(job.get("flags") or build.DEFAULT_FLAGS))
+        program, stretches = synthetic.build(job["program"])
+        jit = {"stretches": stretches, "record": False} if build.is_jit(job["mode"]) else None
+        with vm.Loaded(b, program, b"", jit=jit) as loaded:
+            status = loaded.lib.sl_run(loaded.vm)
+            if status:
+                raise SystemExit(f"{job['program']}: status {status}")
+        done.append(job["program"])
+    return {"done": done, "ns": []}
+
+
 def main() -> int:
     job = json.loads(sys.stdin.read())
+    if "batch" in job:
+        try:
+            print(json.dumps(run_batch(job["batch"])))
+            return 0
+        except (SystemExit, Exception) as e:
+            print(json.dumps({"error": str(e)}))
+            return 1
     try:
         out = run_job(job)
     except SystemExit as e:

@@ -1,0 +1,302 @@
+"""`shimlab bench transitions`: what one round trip between interpreter and
+JIT code costs, through the shim and directly.
+
+The sweep runs the synthetic programs of synthetic.py: every iteration does
+the same work (J VM instructions in traces, I in the interpreter) split into
+M segments, so M is the number of round trips per iteration and nothing
+else changes.  The cost of one round trip is the slope of cycles (TSC) and
+of instructions (callgrind, exact) per iteration against M, for each mode.
+Beside it, in the same run: one interpreter dispatch (the slope of a purely
+interpreted loop against its length) and the machine-code floors of
+floors.py.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .. import build as build_mod
+from .. import toolchain
+from ..errors import ShimlabError
+from . import floors, harness, stats, synthetic
+from .results import ResultFile
+from .table import table
+
+ROOT = Path(__file__).resolve().parents[3]
+MODES = ("jit-shim", "jit-direct", "jit-direct-handler")
+# per size: round trips per iteration, J, I, iterations, interp loop lengths,
+# (processes, warmup, samples)
+SIZES = {
+    "tiny": dict(ms=(1, 2, 4), j=16, i=16, n=500, ks=(4, 16), runs=(2, 1, 3)),
+    "quick": dict(ms=(1, 2, 4, 8, 16), j=64, i=64, n=4000, ks=(16, 80), runs=(3, 1, 15)),
+    "full": dict(ms=(1, 2, 4, 8, 16, 32), j=64, i=64, n=20000, ks=(16, 80), runs=(8, 2, 20)),
+}
+
+
+def spec(m: int, size: dict) -> str:
+    return f"transitions:m={m},j={size['j']},i={size['i']},n={size['n']}"
+
+
+def interp_spec(k: int, size: dict) -> str:
+    return f"interp:k={k},n={size['n']}"
+
+
+def configs_for(size: dict, cc: str, modes=MODES) -> list[harness.Config]:
+    out = [harness.Config("transitions", spec(m, size), mode, cc)
+           for mode in modes for m in size["ms"]]
+    out += [harness.Config("transitions", interp_spec(k, size), "jit-direct", cc)
+            for k in size["ks"]]
+    out += [harness.Config("transitions", f"floor:{f}", "jit-direct", cc) for f in floors.FLOORS]
+    return out
+
+
+# -- analysis ---------------------------------------------------------------------
+
+def _per_iteration(results: ResultFile, key: str, n: int) -> list[np.ndarray]:
+    return [np.asarray(g, dtype=float) / n for g in results.get(key).cycles_groups()]
+
+
+def _reps(groups, n_boot: int, rng) -> np.ndarray:
+    return stats._boot_stats(groups, np.median, n_boot, rng)
+
+
+def _slope(xs, ys) -> float:
+    xs, ys = np.asarray(xs, float), np.asarray(ys, float)
+    return float(np.polyfit(xs, ys, 1)[0])
+
+
+def _slope_reps(xs, rep_matrix: np.ndarray) -> np.ndarray:
+    """Least-squares slope for each bootstrap replicate (rows: x values)."""
+    x = np.asarray(xs, float)
+    xc = x - x.mean()
+    return (xc[:, None] * (rep_matrix - rep_matrix.mean(axis=0))).sum(axis=0) / (xc ** 2).sum()
+
+
+@dataclass
+class Estimate:
+    value: float
+    lo: float
+    hi: float
+    reps: np.ndarray
+
+    def fmt(self, digits: int = 2) -> str:
+        return f"{self.value:.{digits}f} [{self.lo:.{digits}f}, {self.hi:.{digits}f}]"
+
+
+def _estimate(value: float, reps: np.ndarray) -> Estimate:
+    lo, hi = np.percentile(reps, [2.5, 97.5])
+    return Estimate(value, float(lo), float(hi), reps)
+
+
+def analyze(results: ResultFile, size: dict, cc: str, modes=MODES,
+            n_boot: int = 2000) -> dict:
+    rng = np.random.default_rng(0)
+    n, ms = size["n"], list(size["ms"])
+    out = {"modes": {}, "floors": {}, "size": {k: v for k, v in size.items() if k != "runs"}}
+    # one interpreter dispatch: slope of the interpreted loop against its length
+    ks = list(size["ks"])
+    kg = [_per_iteration(results, f"transitions/{interp_spec(k, size)}/jit-direct/{cc}", n)
+          for k in ks]
+    disp_val = (stats.median(kg[1]) - stats.median(kg[0])) / (ks[1] - ks[0])
+    disp_reps = (_reps(kg[1], n_boot, rng) - _reps(kg[0], n_boot, rng)) / (ks[1] - ks[0])
+    dispatch = _estimate(disp_val, disp_reps)
+    out["dispatch"] = dispatch
+    ins_k = [results.get(f"transitions/{interp_spec(k, size)}/jit-direct/{cc}").runs[0].instructions
+             for k in ks]
+    out["dispatch_instructions"] = ((ins_k[1] - ins_k[0]) / n / (ks[1] - ks[0])
+                                    if None not in ins_k else None)
+    for mode in modes:
+        keys = [f"transitions/{spec(m, size)}/{mode}/{cc}" for m in ms]
+        groups = [_per_iteration(results, k, n) for k in keys]
+        meds = [stats.median(g) for g in groups]
+        reps = np.vstack([_reps(g, n_boot, rng) for g in groups])
+        slope = _estimate(_slope(ms, meds), _slope_reps(ms, reps))
+        ins = [results.get(k).runs[0].instructions for k in keys]
+        ins_slope = _slope(ms, [i / n for i in ins]) if None not in ins else None
+        out["modes"][mode] = {"per_iteration": meds, "round_trip": slope,
+                              "instructions": ins_slope,
+                              "instructions_per_iteration": [None if i is None else i / n
+                                                             for i in ins],
+                              "dispatches": _estimate(slope.value / dispatch.value,
+                                                      slope.reps / dispatch.reps)}
+    if "jit-direct" in out["modes"]:
+        d = out["modes"]["jit-direct"]["round_trip"]
+        for mode, r in out["modes"].items():
+            rt = r["round_trip"]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                r["vs_direct"] = _estimate(rt.value / d.value, rt.reps / d.reps)
+    for f in floors.FLOORS:
+        g = [np.asarray(x, float) / floors.elements_per_sample()
+             for x in results.get(f"transitions/floor:{f}/jit-direct/{cc}").cycles_groups()]
+        out["floors"][f] = _estimate(stats.median(g), _reps(g, n_boot, rng))
+    return out
+
+
+# -- report ------------------------------------------------------------------------
+
+FLOOR_TEXT = {"jump": "a direct jump", "indirect": "a predicted indirect jump (table)",
+              "call-ret": "a call/ret pair", "call-save6": "a call saving 6 callee-saved regs"}
+
+
+def report(a: dict, out=None) -> None:
+    out = out or sys.stdout
+    disp = a["dispatch"]
+    rows = []
+    for mode, r in a["modes"].items():
+        vs = r.get("vs_direct")
+        rows.append((mode, r["round_trip"].fmt(1),
+                     "-" if r["instructions"] is None else f"{r['instructions']:.1f}",
+                     r["dispatches"].fmt(2), "-" if vs is None else vs.fmt(2)))
+    print(table(rows, ["mode", "cycles/round trip [95% CI]", "instructions/round trip",
+                       "dispatches/round trip", "ratio to jit-direct"], align="lllll"), file=out)
+    s = a["size"]
+    print(f"round trip = the slope of cost per loop iteration against round trips per "
+          f"iteration (M = {', '.join(map(str, s['ms']))}) at constant work: every program runs "
+          f"{s['j']} VM instructions in traces and {s['i']} + 7 in the interpreter per "
+          f"iteration; only M differs (matched: same VM instructions, tested). One dispatch = "
+          f"{disp.fmt(2)} cycles"
+          + ("" if a.get("dispatch_instructions") is None
+             else f", {a['dispatch_instructions']:.1f} instructions")
+          + " (an interpreted LOAD_INT or POP in the same build, by the same slope method).",
+          file=out)
+    frows = [(FLOOR_TEXT[f], e.fmt(2), floors.INSTRUCTIONS[f]) for f, e in a["floors"].items()]
+    print("\nfloors, measured the same way in the same run:", file=out)
+    print(table(frows, ["floor", "cycles [95% CI]", "instructions"], align="llr"), file=out)
+    print("\n" + reading(a), file=out)
+
+
+def reading(a: dict) -> str:
+    m = a["modes"]
+    parts = []
+    if {"jit-shim", "jit-direct"} <= set(m):
+        shim, direct = m["jit-shim"]["round_trip"], m["jit-direct"]["round_trip"]
+        diff = shim.reps - direct.reps
+        lo, hi = np.percentile(diff, [2.5, 97.5])
+        save6 = a["floors"]["call-save6"].value
+        if lo > 0:
+            parts.append(f"A round trip through the shim costs {shim.value:.1f} cycles, "
+                         f"{shim.value - direct.value:.1f} [{lo:.1f}, {hi:.1f}] more than a direct "
+                         f"one ({direct.value:.1f}); the floor for what the shim adds, a call that "
+                         f"saves and restores six registers, is {save6:.1f} cycles.")
+        else:
+            parts.append(f"The shim's round trip ({shim.value:.1f} cycles) and the direct one "
+                         f"({direct.value:.1f}) do not differ significantly in this run "
+                         f"(difference interval [{lo:.1f}, {hi:.1f}]): run a larger sweep.")
+        if m["jit-shim"]["instructions"] is not None and m["jit-direct"]["instructions"] is not None:
+            parts.append(f"In instructions (exact): {m['jit-shim']['instructions']:.0f} against "
+                         f"{m['jit-direct']['instructions']:.0f}.")
+        d = m["jit-direct"]["dispatches"]
+        parts.append(f"A direct round trip costs {d.value:.2f} [{d.lo:.2f}, {d.hi:.2f}] "
+                     f"interpreter dispatches, the shim {m['jit-shim']['dispatches'].value:.2f} "
+                     "(CPython's JIT aims at two or three for entry plus exit).")
+    if "jit-direct-handler" in m and "jit-direct" in m:
+        vs = m["jit-direct-handler"]["vs_direct"]
+        sig = "significant" if vs.lo > 1 or vs.hi < 1 else "not significant"
+        parts.append(f"Exiting straight to the handler instead of through the table: ratio "
+                     f"{vs.fmt(2)} to jit-direct ({sig}).")
+    return " ".join(parts)
+
+
+def to_json(a: dict) -> dict:
+    def enc(v):
+        if isinstance(v, Estimate):
+            return {"value": v.value, "ci95": [v.lo, v.hi]}
+        if isinstance(v, dict):
+            return {k: enc(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [enc(x) for x in v]
+        return v
+    return enc(a)
+
+
+def plot(a: dict, prefix: Path) -> list[Path]:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    s = a["size"]
+    ms = np.asarray(s["ms"], float)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    for mode, r in a["modes"].items():
+        y = np.asarray(r["per_iteration"])
+        ax1.plot(ms, y, "o-", label=f"{mode}: {r['round_trip'].value:.1f} cyc/round trip")
+        stretch = s["j"] / ms
+        per_crossing = y / ms
+        ax2.plot(stretch, per_crossing, "o-", label=mode)
+    ax1.set_xlabel("round trips per iteration (constant work)")
+    ax1.set_ylabel("TSC cycles per iteration")
+    ax1.set_title("cost against crossings: the slope is one round trip")
+    ax1.legend(fontsize=8)
+    ax2.set_xscale("log", base=2)
+    ax2.set_xlabel("VM instructions per JIT stretch")
+    ax2.set_ylabel("cycles per segment (stretches + one round trip)")
+    ax2.set_title("cost against stretch length")
+    ax2.legend(fontsize=8)
+    fig.tight_layout()
+    paths = []
+    for ext in ("png", "svg"):
+        p = Path(f"{prefix}.{ext}")
+        fig.savefig(p, dpi=110)
+        paths.append(p)
+    plt.close(fig)
+    return paths
+
+
+# -- command ------------------------------------------------------------------------
+
+def add_parser(bsub) -> None:
+    t = bsub.add_parser("transitions", help="the cost of one interpreter<->JIT round trip, "
+                        "shim against direct")
+    t.add_argument("--size", choices=list(SIZES), default="quick")
+    t.add_argument("--cc", help="compiler (a clang with preserve_none; default: the best)")
+    t.add_argument("--mode", action="append", choices=MODES)
+    t.add_argument("--processes", type=int)
+    t.add_argument("--samples", type=int)
+    t.add_argument("--cpu", type=int)
+    t.add_argument("--no-count", action="store_true",
+                   help="skip the exact instruction counts (callgrind)")
+    t.add_argument("-o", "--output", help="results file (default: results/transitions-DATE.json)")
+    t.add_argument("--plot", action="store_true", help="write PNG/SVG plots next to it")
+    t.set_defaults(fn=main)
+
+
+def main(args) -> int:
+    size = SIZES[args.size]
+    cc = toolchain.get_compiler(args.cc, need=set(toolchain.MODE_FEATURES["jit-direct"])).name
+    modes = tuple(args.mode or MODES)
+    configs = configs_for(size, cc, modes)
+    procs, warmup, samples = size["runs"]
+    opts = harness.Options(processes=args.processes or procs, warmup=warmup,
+                           samples=args.samples or samples, cpu=args.cpu,
+                           count_instructions=not args.no_count)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    path = Path(args.output) if args.output else ROOT / "results" / f"transitions-{stamp}.json"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ShimlabError(f"{path.parent}: cannot create the results directory: "
+                           f"{e.strerror}") from None
+    results = ResultFile.open(path)
+    print(f"{len(configs)} configurations x {opts.processes} worker processes x "
+          f"{opts.samples} samples ({cc})", file=sys.stderr)
+    outcome = harness.measure(configs, results, opts)
+    for key, why in outcome.failures.items():
+        print(f"shimlab: {key}: {why}", file=sys.stderr)
+    if outcome.interrupted:
+        print(f"shimlab: interrupted; finished runs are in {path}", file=sys.stderr)
+        return 130
+    if outcome.failures:
+        return 1
+    a = analyze(results, size, cc, modes)
+    report(a)
+    summary = path.with_name(path.stem + "-summary.json")
+    summary.write_text(json.dumps(to_json(a), indent=1))
+    print(f"\nresults: {path} (pyperf JSON), summary: {summary.name}")
+    if args.plot:
+        for p in plot(a, path.with_suffix("")):
+            print(f"plot: {p}")
+    return 0
