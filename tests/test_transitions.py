@@ -99,3 +99,17 @@ def test_tiny_sweep_table_json_and_plot(tmp_path, capsys):
     suite = pyperf.BenchmarkSuite.load(str(out))
     assert len(suite.get_benchmarks()) == len(transitions.configs_for(
         transitions.SIZES["tiny"], JIT_CC[0]))
+
+
+@needs_jit
+def test_programs_bench_runs_and_reports_ratios(tmp_path, capsys):
+    from shimlab import cli
+    from conftest import EXAMPLES
+    rc = cli.main(["bench", "programs", "--workload", str(EXAMPLES / "bf" / "squares.bf"),
+                   "--cc", JIT_CC[0], "--processes", "1", "--samples", "2",
+                   "-o", str(tmp_path / "p.json")])
+    text = capsys.readouterr().out
+    assert rc == 0
+    for mode in ("tailcall", "jit-shim", "jit-direct", "jit-direct-handler"):
+        assert f"squares.bf        {mode}" in text or mode in text
+    assert "vs tailcall" in text and (tmp_path / "p.json").exists()

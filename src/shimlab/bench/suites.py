@@ -61,8 +61,9 @@ def add_parsers(sub) -> None:
     d.add_argument("--plot", action="store_true", help="write PNG and SVG plots next to it")
     d.set_defaults(fn=lambda args: main(args))
 
-    from . import transitions
+    from . import programs, transitions
     transitions.add_parser(bsub)
+    programs.add_parser(bsub)
 
     demo_p = sub.add_parser("demo", help="set-up check plus the headline benchmark (the "
                             "transition sweep), small")

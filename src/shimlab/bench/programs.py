@@ -1,0 +1,79 @@
+"""`shimlab bench programs`: whole programs under the tail-call interpreter
+and the three JIT modes.  Their inner loops get traces and their outer loops
+mostly do not, so they cross often: this shows how much of a crossing's cost
+survives in a real program.  Ratios are time against `tailcall`."""
+from __future__ import annotations
+
+import datetime
+import sys
+from pathlib import Path
+
+from .. import toolchain
+from ..errors import ShimlabError
+from . import harness, stats
+from .results import ResultFile
+from .table import table
+
+ROOT = Path(__file__).resolve().parents[3]
+MODES = ("tailcall", "jit-shim", "jit-direct", "jit-direct-handler")
+WORKLOADS = {"quick": ["bf/nested.bf", "minipy/nested_loops.py"],
+             "full": ["bf/heavy.bf", "bf/nested.bf", "bf/squares.bf", "minipy/heavy.py",
+                      "minipy/nested_loops.py", "minipy/sieve.py"]}
+
+
+def add_parser(bsub) -> None:
+    p = bsub.add_parser("programs", help="BF and minipy programs: tailcall against the JIT modes")
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--workload", action="append")
+    p.add_argument("--cc")
+    p.add_argument("--processes", type=int)
+    p.add_argument("--samples", type=int)
+    p.add_argument("--cpu", type=int)
+    p.add_argument("-o", "--output")
+    p.set_defaults(fn=main)
+
+
+def main(args) -> int:
+    cc = toolchain.get_compiler(args.cc, need=set(toolchain.MODE_FEATURES["jit-direct"])).name
+    workloads = args.workload or [str(ROOT / "examples" / w)
+                                  for w in WORKLOADS["quick" if args.quick else "full"]]
+    configs = []
+    for w in workloads:
+        if not Path(w).exists():
+            raise ShimlabError(f"{w}: no such workload")
+        inp = Path(w).with_suffix(".in")
+        configs += [harness.Config("programs", w, m, cc, str(inp) if inp.exists() else None)
+                    for m in MODES]
+    opts = harness.Options(processes=args.processes or (3 if args.quick else 5), warmup=2,
+                           samples=args.samples or (10 if args.quick else 5), cpu=args.cpu)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    path = Path(args.output) if args.output else ROOT / "results" / f"programs-{stamp}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    results = ResultFile.open(path)
+    outcome = harness.measure(configs, results, opts)
+    for key, why in outcome.failures.items():
+        print(f"shimlab: {key}: {why}", file=sys.stderr)
+    if outcome.interrupted:
+        return 130
+    rows = []
+    for w in workloads:
+        name = Path(w).name
+        base = f"programs/{name}/tailcall/{cc}"
+        if base not in results:
+            continue
+        bg = results.get(base).cycles_groups()
+        n = results.get(base).runs[0].vm_instructions
+        for m in MODES:
+            key = f"programs/{name}/{m}/{cc}"
+            if key not in results:
+                continue
+            g = results.get(key).cycles_groups()
+            r, lo, hi = stats.ratio_ci(g, bg)
+            rows.append((name, m, f"{stats.median(g) / n:.3f}", f"{r:.3f}", f"[{lo:.3f}, {hi:.3f}]",
+                         "baseline" if m == "tailcall" else stats.verdict(r, lo, hi)))
+        rows.append(None)
+    print(table(rows[:-1], ["workload", "mode", "cycles/VM instr", "vs tailcall", "95% CI",
+                            "verdict"], align="lllrll"))
+    print(f"({cc}; JIT modes warm up twice first, so the traces are compiled before timing)")
+    print(f"\nresults: {path}")
+    return 1 if outcome.failures else 0
