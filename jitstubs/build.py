@@ -16,7 +16,15 @@ from pathlib import Path
 from . import asm
 
 ROOT = Path(__file__).resolve().parents[1]
-FAMILIES = ("stack", "arith", "branch", "tape", "exits")
+FAMILIES = ("stack", "arith", "branch", "tape", "exits")   # then any other module here
+
+
+def families() -> list[str]:
+    """The stencil modules: the standard families, then any module a user
+    adds to jitstubs/ (a prototype needs no registration beyond the file)."""
+    extra = sorted(p.stem for p in Path(__file__).parent.glob("*.py")
+                   if p.stem not in FAMILIES + ("__init__", "asm", "build"))
+    return list(FAMILIES) + extra
 
 
 def input_hash() -> str:
@@ -31,7 +39,7 @@ def input_hash() -> str:
 
 def load_families() -> dict:
     import importlib
-    for fam in FAMILIES:
+    for fam in families():
         importlib.import_module(f"jitstubs.{fam}")
     return asm.REGISTRY
 

@@ -56,10 +56,11 @@ class Jit:
     def __init__(self, loaded, threshold: int = DEFAULT_THRESHOLD, stats: bool = False,
                  perf_map: bool = False, max_trace: int = MAX_TRACE,
                  max_trace_bytes: int = MAX_TRACE_BYTES, max_code_bytes: int = MAX_CODE_BYTES,
-                 stretches: tuple = (), record: bool = True):
+                 stretches: tuple = (), record: bool = True, stencils: dict | None = None):
         """stretches: (first pc, end pc) of straight-line code to compile as
         traces before the first run (benchmarks place their crossings so);
-        record=False: never record hot loops."""
+        record=False: never record hot loops; stencils: {"DUP": "DUP:mine"}
+        uses another stencil for an instruction (prototypes)."""
         if threshold < 1:
             raise JitError("--jit-threshold must be at least 1")
         from ..vm import ffi, handler_addresses
@@ -72,6 +73,7 @@ class Jit:
         self.entry = f.new("void *[]", n)
         self.counters = f.new("int64_t[]", [threshold if record else NEVER] * n)
         self.stretches = list(stretches)
+        self.overrides = dict(stencils or {})
         names = {ins.name for ins in isa.INSTRUCTIONS}
         self.traceable = f.new("uint8_t[]", [1 if ins.name in TRACEABLE else 0
                                              for ins in isa.INSTRUCTIONS] + [0])
@@ -143,6 +145,9 @@ class Jit:
 
     def _install(self, trace: Trace, code_base: int) -> None:
         f = self.ffi
+        if self.overrides:
+            trace.ops = [TraceOp(t.pc, t.op, t.arg, self.overrides.get(t.stencil, t.stencil),
+                                 t.exit_pc) for t in trace.ops]
         info = TraceInfo(len(self.stats.traces), trace.start, len(trace.ops), 0, trace.closed,
                          trace.why_end, [])
         ctx = jit_compile.Context(self.mode, code_base, self.loaded.program.consts, self.code,
