@@ -20,7 +20,7 @@ HOLE_WIDTH = {
     "const": 8,        # a constant's value, imm64
     "deopt": 4,        # rel32 to the exit that resumes AT this instruction (re-run by the interpreter)
     "branch": 4,       # rel32 to the exit taken when a guard fails (the path not recorded)
-    "loop": 4,         # rel32 back to the start of the trace
+    "loop": 4,         # rel32 back to a loop header in the trace (its start, or an inner loop's)
     "resume_ip": 8,    # absolute address of the bytecode instruction to resume at
     "handler": 4,      # rel32 to the C handler of the instruction at the resume point
     "count": 4,        # byte offset of an opcode's counter (8 * opcode), disp32

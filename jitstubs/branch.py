@@ -54,3 +54,16 @@ def loop_if_cell_close(a):
     a(CMP(byte[HEAD], 0))
     a.jcc_hole("ne", "loop")
     a.jmp_hole("branch")
+
+
+@stencil("LOOP:inner")
+def loop_inner(a):
+    """an inner loop's back-edge: to its header, earlier in this trace"""
+    a.jmp_hole("loop")
+
+
+@stencil("LOOP_IF_CELL:inner")
+def loop_if_cell_inner(a):
+    """an inner loop's back-edge while the cell is non-zero; past it, the trace goes on"""
+    a(CMP(byte[HEAD], 0))
+    a.jcc_hole("ne", "loop")

@@ -70,6 +70,8 @@ def cmd_test(args) -> int:
                                     args.seed, args.cc)
         except isolate.Crash as e:
             failures = [str(e)]
+        except Exception as e:      # a harness error is this stencil's failure, not a crash
+            failures = [f"{type(e).__name__}: {e}"]
         if n.startswith(("exit:", "count", "uncount", "tally")) and not failures:
             print(f"  -   {n}  (checked inside every other stencil's trace)")
             continue

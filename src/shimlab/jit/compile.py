@@ -78,36 +78,53 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None) -> Compiled:
     st = stencil_store.load()
     if ctx.mode not in EXIT_STENCIL:
         raise CompileError(f"not a JIT mode: {ctx.mode}")
-    exits: dict[Exit, int] = {}
-    if not trace.closed:                       # the end exit comes first: the body falls into it
-        exits[Exit(trace.end_pc, None)] = 0
-    pieces: list[tuple[str, dict]] = []        # (stencil, values for its holes)
-    symbols = []
+    # pass 1: the body's pieces and where each instruction starts.  Every
+    # instruction boundary in a trace is a consistent VM state (stencils keep
+    # nothing in registers across instructions), so a guard whose target is
+    # an instruction of this trace jumps there instead of leaving it.
+    pieces: list[tuple] = []                   # (stencil, values, trace op or None)
     if ctx.tallies is not None:
-        pieces.append(("tally", {"tally": ctx.tallies}))
+        pieces.append(("tally", {"tally": ctx.tallies}, None))
+    first_piece: dict[int, int] = {}           # pc -> index of its first piece
     for t in trace.ops:
         if t.stencil not in st:
             raise CompileError(f"no stencil {t.stencil} (pc {t.pc})")
+        first_piece.setdefault(t.pc, len(pieces))
         if ctx.count:
-            pieces.append(("count", {"count": 8 * t.op}))
-        values = {"oparg": t.arg, "local": 8 * t.arg, "loop": "loop"}
+            pieces.append(("count", {"count": 8 * t.op}, None))
+        values = {"oparg": t.arg, "local": 8 * t.arg}
         if t.name == "LOAD_CONST":
             values["const"] = ctx.consts[t.arg]
-        kinds = {h.kind for h in st[t.stencil].holes}
-        if "deopt" in kinds:
-            values["deopt"] = exits.setdefault(Exit(t.pc, t.op if ctx.count else None),
-                                               len(exits))
-        if "branch" in kinds:
-            values["branch"] = exits.setdefault(Exit(t.exit_pc, None), len(exits))
         pieces.append((t.stencil, values, t))
-    slot = slot_size(st, ctx.count, ctx.tallies is not None)
-    # pass 1: offsets
     offsets, pos = [], 0
     for p in pieces:
         offsets.append(pos)
         pos += len(st[p[0]].code)
     body = pos
-    loop_offset = len(st["tally"].code) if ctx.tallies is not None else 0
+    at_pc = {pc: offsets[i] for pc, i in first_piece.items()}
+    loop_offset = at_pc[trace.start] if trace.ops else 0
+    # pass 2: exits, one slot each; the end exit first, so the body falls into it
+    exits: dict[Exit, int] = {}
+    if not trace.closed:
+        exits[Exit(trace.end_pc, None)] = 0
+    for name, values, t in pieces:
+        if t is None:
+            continue
+        kinds = {h.kind for h in st[name].holes}
+        if "loop" in kinds:
+            target = t.loop_pc if t.loop_pc is not None else trace.start
+            if target not in at_pc:
+                raise CompileError(f"pc {t.pc}: loop target {target} is not in the trace")
+            values["loop"] = ("at", at_pc[target])
+        if "deopt" in kinds:    # never linked: the interpreter must run this instruction
+            values["deopt"] = ("exit", exits.setdefault(
+                Exit(t.pc, t.op if ctx.count else None), len(exits)))
+        if "branch" in kinds:
+            if t.exit_pc in at_pc:
+                values["branch"] = ("at", at_pc[t.exit_pc])
+            else:
+                values["branch"] = ("exit", exits.setdefault(Exit(t.exit_pc, None), len(exits)))
+    slot = slot_size(st, ctx.count, ctx.tallies is not None)
     total = body + slot * len(exits)
     out = bytearray(total)
 
@@ -119,10 +136,9 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None) -> Compiled:
                                    f"left unpatched ({name})")
             v = values[h.kind]
             field_at = at + h.offset
-            if h.kind in ("deopt", "branch"):
-                v = body + slot * v - (field_at + 4)
-            elif h.kind == "loop":
-                v = loop_offset - (field_at + 4)
+            if h.kind in ("deopt", "branch", "loop"):
+                where, n = v
+                v = (n if where == "at" else body + slot * n) - (field_at + 4)
             elif h.kind == "handler":
                 v = 0 if base is None else v - (base + field_at + 4)
                 if not -(1 << 31) <= v < (1 << 31):
@@ -136,11 +152,11 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None) -> Compiled:
                                    f"{h.kind} ({name})")
             struct.pack_into(fmt, out, field_at, v)
 
-    for p, at in zip(pieces, offsets):
-        name = p[2].name + f"@pc{p[2].pc}" if len(p) > 2 else p[0]
-        patch(st[p[0]], at, p[1], name)
-        if len(p) > 2:
-            symbols.append((at, len(st[p[0]].code), f"{p[2].stencil}@pc{p[2].pc}"))
+    symbols = []
+    for (name, values, t), at in zip(pieces, offsets):
+        patch(st[name], at, values, name if t is None else f"{t.name}@pc{t.pc}")
+        if t is not None:
+            symbols.append((at, len(st[name].code), f"{t.stencil}@pc{t.pc}"))
     for ex, idx in exits.items():
         at = body + slot * idx
         out[at:at + slot] = bytes([INT3]) * slot
@@ -160,4 +176,3 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None) -> Compiled:
             at += len(st[part].code)
         symbols.append((body + slot * idx, slot, f"exit->pc{ex.pc}"))
     return Compiled(bytes(out), body, slot, list(exits), symbols, loop_offset)
-

@@ -14,6 +14,7 @@ from .trace import TRACEABLE, Decline, Trace, TraceOp, from_recording
 
 DEFAULT_THRESHOLD = 64
 MAX_TRACE = 2000              # VM instructions in one trace
+MAX_RECORDING = 200_000       # VM instructions one recording may log (inner loops included)
 MAX_TRACE_BYTES = 256 << 10   # machine code of one trace
 MAX_CODE_BYTES = 64 << 20     # all traces of one program
 RETRIES = 2                   # recordings that left the loop before a linear trace is kept
@@ -78,9 +79,13 @@ class Jit:
         self.traceable = f.new("uint8_t[]", [1 if ins.name in TRACEABLE else 0
                                              for ins in isa.INSTRUCTIONS] + [0])
         assert TRACEABLE <= names
-        self.rec = f.new("int32_t[]", max_trace)
+        self.max_trace = max_trace
+        cap = max(MAX_RECORDING, max_trace)
+        self.rec = f.new("int32_t[]", cap)
+        self.orig = f.new("int32_t[]", [op for op, _ in loaded.program.code])
         vm.jit_entry, vm.jit_counters, vm.jit_traceable = self.entry, self.counters, self.traceable
-        vm.rec_buf, vm.rec_cap = self.rec, max_trace
+        vm.jit_orig = self.orig
+        vm.rec_buf, vm.rec_cap = self.rec, cap
         self.hook = f.callback("void(sl_vm *)", self._on_recorded)
         vm.jit_hook = self.hook
         vm.pin_code = 1
@@ -107,11 +112,15 @@ class Jit:
         self.stats.recordings += 1
         code_base = int(f.cast("uintptr_t", vm.code))
         stop_pc = (int(f.cast("uintptr_t", vm.ip)) - code_base) // 8
-        rec = [int(self.rec[i]) for i in range(vm.rec_len)]
+        rec = f.unpack(self.rec, vm.rec_len)
         start = (int(f.cast("uintptr_t", vm.rec_start)) - code_base) // 8
         try:
-            trace = from_recording(self.code, rec, stop_pc, full=vm.rec_len >= vm.rec_cap,
-                                   stop_op=int(vm.code[stop_pc].op))
+            if vm.rec_len >= vm.rec_cap and len(rec) > 1:
+                # the buffer filled (an inner loop ran long): keep the path up to
+                # its last instruction, which the trace leaves to run
+                stop_pc, rec = rec[-1], rec[:-1]
+            trace = from_recording(self.code, rec, stop_pc, full=False,
+                                   stop_op=int(vm.code[stop_pc].op), max_ops=self.max_trace)
             if trace.retry and self.retries.get(start, 0) < RETRIES:
                 raise Decline(trace.why_end, retry=True)
         except Decline as d:

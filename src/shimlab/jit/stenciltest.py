@@ -52,17 +52,22 @@ def case_for(stencil: str, rng: random.Random) -> Case:
     """A snippet and trace that exercise `stencil`, with random operands."""
     name, _, variant = stencil.partition(":")
     halt = (OP["HALT"], 0)
-    if variant == "close":
+    if variant in ("close", "inner"):
+        # a loop back to pc 0: closing the trace, or as an inner loop (then
+        # the trace goes on past it, here straight into its end exit)
+        loop_pc = 0 if variant == "inner" else None
         if name == "LOOP_IF_CELL":     # count the cell down to zero
             code = [(OP["CELL_ADD"], -1), (OP["LOOP_IF_CELL"], -1), halt]
             ops = [TraceOp(0, OP["CELL_ADD"], -1, "CELL_ADD"),
-                   TraceOp(1, OP["LOOP_IF_CELL"], -1, stencil, 2)]
+                   TraceOp(1, OP["LOOP_IF_CELL"], -1, stencil, 2, loop_pc)]
+            end = 2
         else:                          # while cell: cell -= 1
             code = [(OP["JUMP_IF_CELL_ZERO"], 3), (OP["CELL_ADD"], -1), (OP["LOOP"], -2), halt]
             ops = [TraceOp(0, OP["JUMP_IF_CELL_ZERO"], 3, "JUMP_IF_CELL_ZERO:fallthrough", 3),
                    TraceOp(1, OP["CELL_ADD"], -1, "CELL_ADD"),
-                   TraceOp(2, OP["LOOP"], -2, stencil)]
-        return Case(code, ops, True, None)
+                   TraceOp(2, OP["LOOP"], -2, stencil, None, loop_pc)]
+            end = 3
+        return Case(code, ops, variant == "close", None if variant == "close" else end)
     if name == "LOOP_IF_CELL":         # fallthrough: leaves backward when the cell is non-zero
         code = [halt, halt, (OP["LOOP_IF_CELL"], -2), halt]
         return Case(code, [TraceOp(2, OP["LOOP_IF_CELL"], -2, stencil, 0)], False, 3)
@@ -120,7 +125,7 @@ def run_stencil(name: str, trials: int = 40, seed: int = 0, cc: str | None = Non
     for trial in range(trials):
         case = case_for(name, rng)
         stack, tape, head, inp = _random_state(rng)
-        if case.ops[0].stencil.endswith(":close"):
+        if any(t.loop_pc is not None or t.stencil.endswith(":close") for t in case.ops):
             tape[head] = rng.randrange(0, 6)
         prog = Program("stencil", case.code, consts,
                        [Function("main", 0, 0, NLOCALS, [], NSTACK + 4)], verified=True)
@@ -134,7 +139,7 @@ def run_stencil(name: str, trials: int = 40, seed: int = 0, cc: str | None = Non
                 v.tape[i] = x
             v.head = v.tape + head
             code_addr = int(f.cast("uintptr_t", v.code))
-            trace = Trace(0, case.ops, case.closed, case.end_pc)
+            trace = Trace(case.ops[0].pc, case.ops, case.closed, case.end_pc)
             ctx = jit_compile.Context("jit-shim", code_addr, consts, case.code)
             compiled = []
 

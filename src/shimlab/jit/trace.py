@@ -25,6 +25,7 @@ class TraceOp:
     arg: int
     stencil: str
     exit_pc: int | None = None     # where its guard leaves to (branch), if it has one
+    loop_pc: int | None = None     # an inner loop's back-edge: its header, in this trace
 
     @property
     def name(self) -> str:
@@ -51,11 +52,13 @@ class Decline(Exception):
 
 
 def from_recording(code: list[tuple[int, int]], rec: list[int], stop_pc: int,
-                   full: bool, stop_op: int | None = None) -> Trace:
+                   full: bool, stop_op: int | None = None, max_ops: int | None = None) -> Trace:
     """code: the program's (op, arg); stop_op: the opcode now at stop_pc, which
-    is ENTER_JIT when the path ran into another trace."""
+    is ENTER_JIT when the path ran into another trace.  An inner loop whose
+    header is already in the trace becomes a back-edge inside it; its further
+    recorded iterations are skipped."""
     if full:
-        raise Decline(f"longer than {len(rec)} instructions")
+        raise Decline(f"the recording filled its buffer ({len(rec)} instructions)")
     if not rec:
         raise Decline(f"the loop starts with {isa.INSTRUCTIONS[code[stop_pc][0]].name}, "
                       "which has no stencil")
@@ -63,20 +66,41 @@ def from_recording(code: list[tuple[int, int]], rec: list[int], stop_pc: int,
         raise Decline("the loop already has a trace")
     start = rec[0]
     trace = Trace(start)
-    for i, pc in enumerate(rec):
+    seen: set[int] = set()
+    i = 0
+    while i < len(rec):
+        if max_ops is not None and len(trace.ops) > max_ops:
+            raise Decline(f"longer than {max_ops} instructions")
+        pc = rec[i]
         nxt = rec[i + 1] if i + 1 < len(rec) else stop_pc
         op, arg = code[pc]
         ins = isa.INSTRUCTIONS[op]
+        seen.add(pc)
         if ins.flow in (Flow.BACKEDGE, Flow.BACKEDGE_BRANCH):
             target = pc + arg
-            if nxt == start and target == start and i == len(rec) - 1:
+            if nxt == target == start and i == len(rec) - 1:
                 trace.ops.append(TraceOp(pc, op, arg, f"{ins.name}:close",
                                          pc + 1 if ins.flow is Flow.BACKEDGE_BRANCH else None))
                 return trace
             if ins.flow is Flow.BACKEDGE_BRANCH and nxt == pc + 1:
                 trace.ops.append(TraceOp(pc, op, arg, f"{ins.name}:fallthrough", target))
+                i += 1
                 continue
-            # a jump back to somewhere else: an inner loop, or out of this one
+            if target in seen and target != start:
+                # an inner loop: jump back to its header in this trace, and skip
+                # the iterations the recording went on to make
+                trace.ops.append(TraceOp(pc, op, arg, f"{ins.name}:inner", loop_pc=target))
+                j = i + 1
+                while j < len(rec) and target <= rec[j] <= pc:
+                    j += 1
+                after = rec[j] if j < len(rec) else stop_pc
+                if ins.flow is Flow.BACKEDGE_BRANCH and after != pc + 1:
+                    return _ends(trace, pc + 1, "the recording left an inner loop sideways")
+                if j == len(rec) and target <= stop_pc <= pc:
+                    return _ends(trace, pc + 1, "the recording ended inside an inner loop")
+                i = j
+                continue
+            # a jump back to somewhere else: out of this loop
             if i == 0:
                 raise Decline("the path left the loop at once", retry=True)
             return _ends(trace, pc, "a back-edge to another loop", retry=True)
@@ -87,6 +111,7 @@ def from_recording(code: list[tuple[int, int]], rec: list[int], stop_pc: int,
                                      pc + 1 if taken else pc + arg))
         else:
             trace.ops.append(TraceOp(pc, op, arg, ins.name))
+        i += 1
     if stop_op == isa.NUM_OPCODES:
         why = f"runs into the trace at pc {stop_pc}"
     else:
