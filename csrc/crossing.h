@@ -36,16 +36,19 @@ SL_PRESERVE_NONE int sl_op_ENTER_JIT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, tabl
  * instruction runs), so an outer loop's trace can hold its inner loops. */
 static SL_PRESERVE_NONE int sl_rec(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)) {
     int32_t op = ip->op;
-    if (op == SL_OP_ENTER_JIT) op = vm->jit_orig[ip - vm->code];
+    if (op >= SL_OP_ENTER_JIT) op = vm->jit_orig[ip - vm->code];
     if ((ip == vm->rec_start && vm->rec_len > 0) || vm->rec_len >= vm->rec_cap ||
         !vm->jit_traceable[op]) {
         SL_UNCOUNT(ip->op);              /* counted by the dispatch that got here; runs later */
         SL_LEAVE(SL_JIT_RECORDED);
     }
     vm->rec_buf[vm->rec_len++] = (int32_t)(ip - vm->code);
-    if (ip->op == SL_OP_ENTER_JIT) {     /* the count goes to the instruction, as in a trace */
-        SL_UNCOUNT(SL_OP_ENTER_JIT);
+    if (ip->op >= SL_OP_ENTER_JIT) {     /* the count goes to the instruction, as in a trace */
+        SL_UNCOUNT(ip->op);
         SL_COUNT(op);
     }
     SL_MUSTTAIL return sl_table[op](ip, sp, fp, head, vm, table);
 }
+
+/* for the JIT: where ENTER_JIT's handler is (the jit-table's copy of the table needs it) */
+const void *sl_jit_enter_handler = (const void *)sl_op_ENTER_JIT;

@@ -9,6 +9,11 @@
 #define SL_JIT_DIRECT 2
 #define SL_OP_ENTER_JIT SL_NUM_OPCODES       /* not a program opcode: only the JIT writes it */
 #define SL_JIT_OPS 1
+/* jit-table mode: opcodes past ENTER_JIT name one trace each, and the VM's
+ * own dispatch table (vm->jit_table) holds the trace's address there, so
+ * the interpreter dispatches straight into the trace. */
+#define SL_JIT_TABLE_SLOTS 4096
+#define SL_NUM_DISPATCH (SL_NUM_OPCODES + 1 + SL_JIT_TABLE_SLOTS)
 
 #ifdef SL_COUNT_OPS
 #define SL_UNCOUNT(op) (vm->counts[(op)]--)
@@ -22,15 +27,15 @@ static SL_PRESERVE_NONE int sl_rec(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)
 /* Recording swaps the dispatch table: every instruction then passes through
  * sl_rec, which logs its pc and runs the real handler, at no cost to the
  * interpreter when nothing is being recorded. */
-static sl_handler *const sl_rec_table[SL_NUM_OPCODES + 1] = {
-    [0 ... SL_NUM_OPCODES] = sl_rec,
+static sl_handler *const sl_rec_table[SL_NUM_DISPATCH] = {
+    [0 ... SL_NUM_DISPATCH - 1] = sl_rec,
 };
 
 /* A back-edge counts down its target's counter; at zero, recording starts
  * there (unless a recording is already running). */
 #define BACKEDGE(n) do { \
     ip += (n); \
-    if (--vm->jit_counters[ip - vm->code] <= 0 && table == (const void *)sl_table) { \
+    if (--vm->jit_counters[ip - vm->code] <= 0 && table != (const void *)sl_rec_table) { \
         vm->rec_start = ip; vm->rec_len = 0; table = sl_rec_table; \
     } \
     DISPATCH(); } while (0)

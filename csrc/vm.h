@@ -38,6 +38,7 @@ typedef struct sl_vm {
      * sl_run calls when a recording is ready to compile */
     void **jit_entry; int64_t *jit_counters; const uint8_t *jit_traceable;
     const int32_t *jit_orig;         /* per pc: the opcode an ENTER_JIT replaced */
+    void **jit_table;                /* jit-table: the dispatch table, a slot per trace */
     int32_t *rec_buf; int32_t rec_len, rec_cap; const sl_instr *rec_start;
     void (*jit_hook)(struct sl_vm *vm);
     int32_t pin_code;                /* keep the code where it is (traces point into it) */

@@ -22,7 +22,7 @@ def _counts(mode, spec):
     jit = {"stretches": stretches, "record": False} if build.is_jit(mode) else None
     with vm.Loaded(b, program, b"", jit=jit) as loaded:
         result = loaded.run()
-        enter = int(loaded.vm.counts[ENTER_JIT])
+        enter = sum(int(loaded.vm.counts[i]) for i in range(ENTER_JIT, ENTER_JIT + 1 + vm.TABLE_SLOTS))
     assert result.status == 0
     return result.counts, enter
 

@@ -371,5 +371,9 @@ int sl_interpret(sl_vm *vm) {
     /* an ordinary C call into the preserve_none world: the caller saves
        rbx and r12-r15 here, once per run */
     SL_COUNT(vm->ip->op);
-    return sl_table[vm->ip->op](vm->ip, vm->sp, vm->fp, vm->head, vm, sl_table);
+    const void *table = sl_table;
+#ifdef SL_JIT
+    if (vm->jit_table) table = vm->jit_table;   /* jit-table: traces in the table */
+#endif
+    return ((sl_handler *const *)table)[vm->ip->op](vm->ip, vm->sp, vm->fp, vm->head, vm, table);
 }

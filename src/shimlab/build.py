@@ -23,11 +23,12 @@ CSRC = ROOT / "csrc"
 HAND_WRITTEN = ("vm.h", "driver.c")
 JIT_HAND_WRITTEN = ("jit_interp.h", "crossing.h", "shim.c", "jitmem.c")
 
-# The JIT modes are the tail-call interpreter built with SL_JIT; the two
-# direct modes share one binary (only their traces' exit stubs differ).
-JIT_MODES = ("jit-shim", "jit-direct", "jit-direct-handler")
+# The JIT modes are the tail-call interpreter built with SL_JIT; the direct
+# modes share one binary (their traces' exit stubs differ, and jit-table
+# gives the interpreter a dispatch table with a slot per trace).
+JIT_MODES = ("jit-shim", "jit-direct", "jit-direct-handler", "jit-table")
 JIT_DEFINE = {"jit-shim": "SL_JIT_SHIM", "jit-direct": "SL_JIT_DIRECT",
-              "jit-direct-handler": "SL_JIT_DIRECT"}
+              "jit-direct-handler": "SL_JIT_DIRECT", "jit-table": "SL_JIT_DIRECT"}
 MODES = cases.VARIANTS + JIT_MODES
 
 

@@ -150,7 +150,11 @@ def _tailcall() -> str:
                "    /* an ordinary C call into the preserve_none world: the caller saves\n"
                "       rbx and r12-r15 here, once per run */\n"
                "    SL_COUNT(vm->ip->op);\n"
-               "    return sl_table[vm->ip->op](vm->ip, vm->sp, vm->fp, vm->head, vm, sl_table);\n"
+               "    const void *table = sl_table;\n"
+               "#ifdef SL_JIT\n"
+               "    if (vm->jit_table) table = vm->jit_table;   /* jit-table: traces in the table */\n"
+               "#endif\n"
+               "    return ((sl_handler *const *)table)[vm->ip->op](vm->ip, vm->sp, vm->fp, vm->head, vm, table);\n"
                "}\n")
     return "".join(out)
 

@@ -13,7 +13,7 @@ from .errors import ShimlabError
 from .isolate import Crash
 
 MODES = ("switch", "goto", "goto-merged", "tailcall", "jit-shim", "jit-direct",
-         "jit-direct-handler", "reference")
+         "jit-direct-handler", "jit-table", "reference")
 
 
 def _read_input(arg: str | None) -> bytes:

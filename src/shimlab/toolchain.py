@@ -53,6 +53,7 @@ MODE_FEATURES: dict[str, set[str]] = {
     "jit-shim": {"musttail", "preserve_none", "preserve_none_musttail"},
     "jit-direct": {"musttail", "preserve_none", "preserve_none_musttail"},
     "jit-direct-handler": {"musttail", "preserve_none", "preserve_none_musttail"},
+    "jit-table": {"musttail", "preserve_none", "preserve_none_musttail"},
 }
 
 # The compiler every experiment prefers, and where to get it.

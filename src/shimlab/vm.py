@@ -18,6 +18,9 @@ from .errors import RunError
 from .isa import Error
 from .reference import Result
 
+# jit-table's per-trace opcodes after ENTER_JIT (SL_JIT_TABLE_SLOTS in csrc/jit_interp.h)
+TABLE_SLOTS = 4096
+
 _FUNCTIONS = """
 int sl_prepare(sl_vm *vm);
 void sl_release(sl_vm *vm);
@@ -35,6 +38,7 @@ int sl_jit_seal(void *rw, void *rx, size_t size);
 int sl_jit_unmap(void *p, size_t size);
 const sl_instr *sl_jit_run_trace(sl_vm *vm, void *trace);
 uint64_t sl_time_code(void *fn, uint64_t n);
+extern const void *sl_jit_enter_handler;
 """
 
 
@@ -76,7 +80,8 @@ class Loaded:
             funcs[i].entry, funcs[i].nargs = fn.entry, fn.nargs
             funcs[i].nlocals, funcs[i].max_stack = fn.nlocals, fn.max_stack
         inbuf = f.new("uint8_t[]", input or b"\0")
-        counts = f.new("uint64_t[]", isa.NUM_OPCODES + 1)   # + ENTER_JIT in JIT builds
+        # JIT builds also count ENTER_JIT and jit-table's per-trace opcodes
+        counts = f.new("uint64_t[]", isa.NUM_OPCODES + 1 + TABLE_SLOTS)
         keep += [code, consts, funcs, inbuf, counts]
         vm.code, vm.ncode = code, len(program.code)
         vm.consts, vm.nconsts = consts, len(program.consts)

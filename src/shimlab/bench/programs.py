@@ -15,7 +15,7 @@ from .results import ResultFile
 from .table import table
 
 ROOT = Path(__file__).resolve().parents[3]
-MODES = ("tailcall", "jit-shim", "jit-direct", "jit-direct-handler")
+MODES = ("tailcall", "jit-shim", "jit-direct", "jit-direct-handler", "jit-table")
 WORKLOADS = {"quick": ["bf/nested.bf", "minipy/nested_loops.py"],
              "full": ["bf/heavy.bf", "bf/nested.bf", "bf/squares.bf", "minipy/heavy.py",
                       "minipy/nested_loops.py", "minipy/sieve.py"]}

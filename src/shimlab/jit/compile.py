@@ -12,7 +12,7 @@ from . import stencils as stencil_store
 from .trace import Trace
 
 EXIT_STENCIL = {"jit-shim": "exit:shim", "jit-direct": "exit:direct",
-                "jit-direct-handler": "exit:direct-handler"}
+                "jit-direct-handler": "exit:direct-handler", "jit-table": "exit:direct"}
 SLOT_ALIGN = 8
 INT3 = 0xCC
 
@@ -58,7 +58,7 @@ def _exit_parts(ctx: Context, ex: Exit) -> list[str]:
     if ctx.count and ctx.mode == "jit-direct-handler":
         parts.append("count")
     exit_name = EXIT_STENCIL[ctx.mode]
-    if ctx.count and ctx.mode == "jit-direct":
+    if ctx.count and ctx.mode in ("jit-direct", "jit-table"):
         exit_name = "exit:direct:count"
     return parts + [exit_name]
 

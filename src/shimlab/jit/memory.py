@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import random
 
 from ..errors import ShimlabError
 
@@ -20,8 +21,13 @@ class MemoryError_(ShimlabError):
 
 
 class CodeMemory:
-    def __init__(self, lib, ffi, near: int):
+    def __init__(self, lib, ffi, near: int, seed: int | None = None):
         self.lib, self.ffi = lib, ffi
+        # Each trace starts at a random cache line of its first page: traces all
+        # at page offset 0 would share the low address bits branch predictors
+        # index by, and alias in them (one layout per process, as for the VM).
+        self.rng = random.Random(seed if seed is not None else int.from_bytes(os.urandom(4),
+                                                                              "little"))
         self.dual = False              # switched on when mprotect to exec is refused
         self.hint = max((near & ~(PAGE - 1)) - (64 << 20), PAGE)   # below the interpreter
         self.mappings: list[tuple[int, int]] = []
@@ -29,7 +35,8 @@ class CodeMemory:
 
     def place(self, size: int, fill) -> int:
         """Maps size bytes, writes fill(address) there, seals; returns the address."""
-        size = -(-size // PAGE) * PAGE
+        offset = self.rng.randrange(PAGE // 64) * 64
+        size = -(-(size + offset) // PAGE) * PAGE
         for attempt in ("as configured", "dual"):
             rw, rx = self.ffi.new("void **"), self.ffi.new("void **")
             self.hint -= size
@@ -38,13 +45,15 @@ class CodeMemory:
             if err:
                 raise MemoryError_(f"cannot map JIT memory: {os.strerror(err)}")
             rx_addr = int(self.ffi.cast("uintptr_t", rx[0]))
-            code = fill(rx_addr)
-            self.ffi.memmove(rw[0], code, len(code))
+            code = fill(rx_addr + offset)
+            # int3 around the code, the code at its offset
+            self.ffi.memmove(rw[0], b"\xCC" * offset + code + b"\xCC" * (size - offset - len(code)),
+                             size)
             err = self.lib.sl_jit_seal(rw[0], rx[0], size)
             if not err:
                 self.mappings.append((rx_addr, size))
                 self.bytes += size
-                return rx_addr
+                return rx_addr + offset
             self.lib.sl_jit_unmap(rx[0], size)
             if self.dual or err not in (errno.EACCES, errno.EPERM):
                 raise MemoryError_(f"cannot make JIT memory executable: {os.strerror(err)}")

@@ -90,6 +90,15 @@ class Jit:
         vm.jit_hook = self.hook
         vm.pin_code = 1
         self.handlers = handler_addresses(loaded.build)
+        self.table = None
+        self.slots_used = 0
+        if self.mode == "jit-table":
+            from ..vm import TABLE_SLOTS
+            enter = int(f.cast("uintptr_t", self.lib.sl_jit_enter_handler))
+            self.table = f.new("void *[]", [f.cast("void *", a) for a in self.handlers + [enter]]
+                               + [f.NULL] * TABLE_SLOTS)
+            self.table_slots = TABLE_SLOTS
+            vm.jit_table = self.table
         self.memory = CodeMemory(self.lib, f, min(self.handlers))
         self.stats = JitStats()
         self.retries: dict[int, int] = {}
@@ -186,7 +195,14 @@ class Jit:
         if self.perf_map:
             self._write_perf_map(info, compiled)
         self.entry[trace.start] = f.cast("void *", address)
-        f.cast("sl_instr *", self.loaded.vm.code)[trace.start].op = ENTER_JIT
+        op = ENTER_JIT
+        if self.table is not None and self.slots_used < self.table_slots:
+            # jit-table: the trace gets an opcode of its own whose table slot is
+            # the trace, so the interpreter dispatches straight into it
+            op = ENTER_JIT + 1 + self.slots_used
+            self.slots_used += 1
+            self.table[op] = f.cast("void *", address)
+        f.cast("sl_instr *", self.loaded.vm.code)[trace.start].op = op
 
     def _write_perf_map(self, info: TraceInfo, compiled) -> None:
         name = self.loaded.program.name

@@ -62,7 +62,7 @@ def from_recording(code: list[tuple[int, int]], rec: list[int], stop_pc: int,
     if not rec:
         raise Decline(f"the loop starts with {isa.INSTRUCTIONS[code[stop_pc][0]].name}, "
                       "which has no stencil")
-    if stop_op == isa.NUM_OPCODES and stop_pc == rec[0]:
+    if stop_op is not None and stop_op >= isa.NUM_OPCODES and stop_pc == rec[0]:
         raise Decline("the loop already has a trace")
     start = rec[0]
     trace = Trace(start)
@@ -112,7 +112,7 @@ def from_recording(code: list[tuple[int, int]], rec: list[int], stop_pc: int,
         else:
             trace.ops.append(TraceOp(pc, op, arg, ins.name))
         i += 1
-    if stop_op == isa.NUM_OPCODES:
+    if stop_op is not None and stop_op >= isa.NUM_OPCODES:
         why = f"runs into the trace at pc {stop_pc}"
     else:
         why = f"{isa.INSTRUCTIONS[code[stop_pc][0]].name} has no stencil"
