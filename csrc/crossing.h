@@ -18,7 +18,12 @@ SL_PRESERVE_NONE int sl_op_ENTER_JIT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, tabl
     sl_trace_fn *trace = (sl_trace_fn *)vm->jit_entry[ip - vm->code];
     ip = sl_jit_shim(trace, ip, sp, fp, head, vm, table);
     sp = vm->sp; head = vm->head;
-    DISPATCH();
+    /* an exit that resumes at an instruction the JIT replaced (a deopt at a
+     * loop header) must run that instruction, not enter the trace again */
+    int32_t op = ip->op;
+    if (op >= SL_OP_ENTER_JIT) op = vm->jit_orig[ip - vm->code];
+    SL_COUNT(op);
+    SL_MUSTTAIL return ((sl_handler *const *)table)[op](ip, sp, fp, head, vm, table);
 }
 #elif SL_JIT == SL_JIT_DIRECT
 SL_PRESERVE_NONE int sl_op_ENTER_JIT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)) {

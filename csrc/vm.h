@@ -34,15 +34,13 @@ typedef struct sl_vm {
     uint64_t *counts;                /* per opcode, builds with SL_COUNT_OPS */
     uint64_t cycles; int64_t ns;     /* TSC cycles and ns of the last sl_run */
     /* the JIT (builds with SL_JIT; see jit_interp.h): per-pc trace entry
-     * points and back-edge counters, the recorder's buffer, and the hook
-     * sl_run calls when a recording is ready to compile */
+     * points and back-edge counters, and the recorder's buffer (sl_run and
+     * sl_resume return SL_JIT_RECORDED when a recording is ready) */
     void **jit_entry; int64_t *jit_counters; const uint8_t *jit_traceable;
     const int32_t *jit_orig;         /* per pc: the opcode an ENTER_JIT replaced */
     void **jit_table;                /* jit-table: the dispatch table, a slot per trace */
     int32_t *rec_buf; int32_t rec_len, rec_cap; const sl_instr *rec_start;
-    void (*jit_hook)(struct sl_vm *vm);
     int32_t pin_code;                /* keep the code where it is (traces point into it) */
-    int32_t jit_hook_calls;          /* how often sl_run left for the hook */
 } sl_vm;
 /* cdef-end */
 

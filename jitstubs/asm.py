@@ -64,6 +64,11 @@ class Asm:
             self.parts.append(bytes(ins.encode()))
         return self
 
+    @staticmethod
+    def _rel32_kind(kind: str) -> None:
+        if kind not in REL32:
+            raise AsmError(f"hole {kind!r} is not a jump target (those are {', '.join(REL32)})")
+
     def raw(self, data: bytes) -> "Asm":
         self.parts.append(bytes(data))
         return self
@@ -77,10 +82,14 @@ class Asm:
 
     # -- jumps to holes (rel32, patched by the JIT) -----------------------
     def jcc_hole(self, cc: str, kind: str) -> "Asm":
+        self._rel32_kind(kind)
+        if cc not in CC:
+            raise AsmError(f"unknown condition {cc!r}")
         self.declared.append(kind)
         return self.raw(bytes([0x0F, 0x80 | CC[cc]]) + struct.pack("<I", PLACEHOLDER[kind]))
 
     def jmp_hole(self, kind: str) -> "Asm":
+        self._rel32_kind(kind)
         self.declared.append(kind)
         return self.raw(b"\xE9" + struct.pack("<I", PLACEHOLDER[kind]))
 
@@ -175,8 +184,11 @@ def stencil(name: str, doc: str = ""):
 
 def assemble(name: str, fn: Callable[[Asm], None], doc: str = "") -> Stencil:
     a = Asm()
-    fn(a)
-    code = a.assemble()
+    try:
+        fn(a)
+        code = a.assemble()
+    except AsmError as e:
+        raise AsmError(f"stencil {name}: {e}") from None
     return Stencil(name, code, find_holes(name, code, a.declared), doc)
 
 

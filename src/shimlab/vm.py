@@ -18,6 +18,8 @@ from .errors import RunError
 from .isa import Error
 from .reference import Result
 
+SL_JIT_RECORDED = 100     # vm.h: a recording is ready for the JIT
+
 # jit-table's per-trace opcodes after ENTER_JIT (SL_JIT_TABLE_SLOTS in csrc/jit_interp.h)
 TABLE_SLOTS = 4096
 
@@ -27,6 +29,7 @@ void sl_release(sl_vm *vm);
 int sl_reset(sl_vm *vm);
 int sl_check_code(const sl_vm *vm);
 int sl_run(sl_vm *vm);
+int sl_resume(sl_vm *vm);
 int sl_interpret(sl_vm *vm);
 int sl_bench(sl_vm *vm, int32_t warmup, int32_t samples, uint64_t *cycles, int64_t *ns);
 uint64_t sl_tsc_now(void);
@@ -127,9 +130,7 @@ class Loaded:
         f, vm = ffi(), self.vm
         for i in range(isa.NUM_OPCODES):
             vm.counts[i] = 0
-        status = self.lib.sl_run(vm)
-        if self.jit is not None:
-            self.jit.check()
+        status = self.run_status()
         return Result(
             output=bytes(f.buffer(vm.out, vm.out_len)),
             status=Error(status), err_pc=vm.err_pc if status else -1,
@@ -137,6 +138,16 @@ class Loaded:
             tape=bytes(f.buffer(vm.tape, vm.tape_len)),
             head=int(f.cast("intptr_t", vm.head)) - int(f.cast("intptr_t", vm.tape)),
             counts=[int(vm.counts[i]) for i in range(isa.NUM_OPCODES)] if self.build.count else [])
+
+    def run_status(self) -> int:
+        """One run (sl_run), with the JIT compiling whatever it recorded on the way."""
+        status = self.lib.sl_run(self.vm)
+        while status == SL_JIT_RECORDED and self.jit is not None:
+            self.jit.recorded()
+            status = self.lib.sl_resume(self.vm)
+        if self.jit is not None:
+            self.jit.check()
+        return status
 
     @property
     def cycles(self) -> int:
@@ -152,6 +163,16 @@ class Loaded:
         cyc = f.new("uint64_t[]", samples)
         ns = f.new("int64_t[]", samples)
         status = self.lib.sl_bench(self.vm, warmup, samples, cyc, ns)
+        while status == SL_JIT_RECORDED and self.jit is not None:
+            # a loop got hot during the bench: compile, finish that run, and
+            # measure again from the start (so no sample holds a compile)
+            self.jit.recorded()
+            status = self.lib.sl_resume(self.vm)
+            while status == SL_JIT_RECORDED:
+                self.jit.recorded()
+                status = self.lib.sl_resume(self.vm)
+            if not status:
+                status = self.lib.sl_bench(self.vm, warmup, samples, cyc, ns)
         if self.jit is not None:
             self.jit.check()
         if status:

@@ -25,6 +25,7 @@ class CompileError(ShimlabError):
 class Exit:
     pc: int                  # bytecode instruction to resume at
     uncount: int | None      # count builds: opcode whose count a deopt takes back
+    deopt: bool = False      # resumes AT an instruction the trace did not finish
 
 
 @dataclass
@@ -49,14 +50,27 @@ class Compiled:
     loop_offset: int
 
 
+def _to_handler(ctx: Context, ex: Exit) -> bool:
+    """Does this exit jump straight to the C handler of the original instruction?
+
+    jit-direct-handler's exits all do.  In the other direct modes a deopt
+    exit does too: through the table it could land on ENTER_JIT (a deopt at a
+    loop header, or where a trace was installed later), enter the trace again,
+    deopt again, forever.  (jit-shim's ENTER_JIT runs the original instruction.)"""
+    return ctx.mode == "jit-direct-handler" or (ex.deopt and ctx.mode in ("jit-direct",
+                                                                          "jit-table"))
+
+
 def _exit_parts(ctx: Context, ex: Exit) -> list[str]:
     parts = []
     if ctx.tallies is not None:
         parts.append("tally")
     if ctx.count and ex.uncount is not None:
         parts.append("uncount")
-    if ctx.count and ctx.mode == "jit-direct-handler":
-        parts.append("count")
+    if _to_handler(ctx, ex):
+        if ctx.count:
+            parts.append("count")
+        return parts + ["exit:direct-handler"]
     exit_name = EXIT_STENCIL[ctx.mode]
     if ctx.count and ctx.mode in ("jit-direct", "jit-table"):
         exit_name = "exit:direct:count"
@@ -68,7 +82,9 @@ def slot_size(st: dict, count: bool, stats: bool) -> int:
     worst = 0
     for mode in EXIT_STENCIL:
         ctx = Context(mode, 0, [], [], count=count, tallies=0 if stats else None)
-        worst = max(worst, sum(len(st[p].code) for p in _exit_parts(ctx, Exit(0, 0))))
+        for deopt in (False, True):
+            parts = _exit_parts(ctx, Exit(0, 0, deopt))
+            worst = max(worst, sum(len(st[p].code) for p in parts))
     return -(-worst // SLOT_ALIGN) * SLOT_ALIGN
 
 
@@ -118,7 +134,7 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None) -> Compiled:
             values["loop"] = ("at", at_pc[target])
         if "deopt" in kinds:    # never linked: the interpreter must run this instruction
             values["deopt"] = ("exit", exits.setdefault(
-                Exit(t.pc, t.op if ctx.count else None), len(exits)))
+                Exit(t.pc, t.op if ctx.count else None, deopt=True), len(exits)))
         if "branch" in kinds:
             if t.exit_pc in at_pc:
                 values["branch"] = ("at", at_pc[t.exit_pc])
@@ -165,9 +181,8 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None) -> Compiled:
             values["count"] = 8 * ex.uncount
         if ctx.tallies is not None:
             values["tally"] = ctx.tallies + 8 * (1 + idx)
-        if ctx.mode == "jit-direct-handler":
-            op = ctx.code[ex.pc][0]
-            values["handler"] = ctx.handler_addrs[op]
+        if _to_handler(ctx, ex):
+            values["handler"] = ctx.handler_addrs[ctx.code[ex.pc][0]]
         for part in _exit_parts(ctx, ex):
             v = dict(values)
             if part == "count":

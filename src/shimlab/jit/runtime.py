@@ -86,8 +86,6 @@ class Jit:
         vm.jit_entry, vm.jit_counters, vm.jit_traceable = self.entry, self.counters, self.traceable
         vm.jit_orig = self.orig
         vm.rec_buf, vm.rec_cap = self.rec, cap
-        self.hook = f.callback("void(sl_vm *)", self._on_recorded)
-        vm.jit_hook = self.hook
         vm.pin_code = 1
         self.handlers = handler_addresses(loaded.build)
         self.table = None
@@ -105,11 +103,13 @@ class Jit:
         self.error: BaseException | None = None
         self.code = list(loaded.program.code)
 
-    # -- called from C, in the middle of sl_run --------------------------------
-    def _on_recorded(self, vm) -> None:
+    # -- the run stopped with SL_JIT_RECORDED ----------------------------------------
+    def recorded(self) -> None:
+        """Compile (or decline) what was recorded; the run then resumes."""
+        vm = self.loaded.vm
         try:
             self._compile_recording(vm)
-        except BaseException as e:       # never unwind through C: stop jitting, report later
+        except Exception as e:      # stop jitting; the run finishes, then fails with it
             self.error = e
             for i in range(len(self.code)):
                 self.counters[i] = NEVER

@@ -84,6 +84,8 @@ def _random_state(rng: random.Random):
     values = [0, 1, -1, 2, 3, -3, 63, 64, 65, isa.INT64_MIN, isa.INT64_MAX, 12345678901]
     stack = [rng.choice(values) if rng.random() < 0.5 else rng.randrange(-99, 99)
              for _ in range(NLOCALS + NSTACK)]
+    if rng.random() < 0.3:      # equal operands: LT and LE differ only there
+        stack[-1] = stack[-2]
     tape = bytearray(rng.choice([0, 0, 1, 2, 5, 255, rng.randrange(256)]) for _ in range(TAPE))
     head = rng.randrange(TAPE)
     inp = bytes(rng.randrange(256) for _ in range(rng.choice([0, 1, 3])))

@@ -1,0 +1,324 @@
+"""The PeachPy stencils: the hole checks of jitstubs.asm, patching in
+jit.compile, the artifact jit.stencils loads, the stencil tester and the
+`shimlab stencils` commands."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import signal
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("peachpy")
+
+from conftest import ROOT, interpreter_configs  # noqa: E402
+from shimlab import isa, isolate  # noqa: E402
+from shimlab.jit import stencils  # noqa: E402
+from shimlab.jit.compile import CompileError, Context, compile_trace  # noqa: E402
+from shimlab.jit.trace import Trace, TraceOp  # noqa: E402
+
+stencils.placeholders()            # puts the repository root on sys.path for jitstubs
+from jitstubs import asm  # noqa: E402
+from jitstubs import build as stub_build  # noqa: E402
+from jitstubs.asm import PLACEHOLDER, AsmError, Hole, Stencil  # noqa: E402
+from peachpy.x86_64 import ADD, MOV, eax, ecx, rax  # noqa: E402
+
+OP = isa.OPCODE
+TAILCALL_CCS = [cc for mode, cc in interpreter_configs() if mode == "tailcall"]
+needs_jit = pytest.mark.skipif(not TAILCALL_CCS, reason="no compiler here builds the "
+                               "tail-call interpreter the JIT modes need")
+
+
+def _jit_cc():
+    from shimlab import toolchain
+    try:
+        cc = toolchain.get_compiler(None, need=set(toolchain.MODE_FEATURES["tailcall"])).name
+    except Exception:
+        return TAILCALL_CCS[0] if TAILCALL_CCS else None
+    return cc if cc in TAILCALL_CCS else (TAILCALL_CCS[0] if TAILCALL_CCS else None)
+
+
+JIT_CC = _jit_cc()
+
+
+# ---- jitstubs.asm: every hole found exactly once ------------------------------------------
+
+def _p32(kind):
+    return PLACEHOLDER[kind]
+
+
+def test_a_well_formed_stencil_has_its_holes_where_they_were_emitted():
+    def fn(a):
+        a(MOV(eax, a.hole("oparg")), MOV(rax, a.hole("const")))
+        a.jcc_hole("e", "deopt")
+    s = asm.assemble("GOOD", fn, "a test")
+    # mov eax, imm32 is b8+imm32; mov rax, imm64 is 48 b8+imm64; jcc rel32 is 0f 8x+rel32
+    assert s.holes == (Hole(1, 4, "oparg"), Hole(7, 8, "const"), Hole(17, 4, "deopt"))
+    for h in s.holes:
+        assert s.code[h.offset:h.offset + h.width] == \
+            PLACEHOLDER[h.kind].to_bytes(h.width, "little")
+
+
+@pytest.mark.parametrize("name, fn, kind, pattern", [
+    ("MISSING", lambda a: (a.hole("oparg"), a(MOV(eax, 1))), "oparg",
+     r"declared 1 time\(s\) but its placeholder occurs 0 time\(s\)"),
+    ("TWICE", lambda a: (lambda p: a(MOV(eax, p), MOV(ecx, p)))(a.hole("oparg")), "oparg",
+     r"declared 1 time\(s\) but its placeholder occurs 2 time\(s\)"),
+    ("UNDECLARED", lambda a: a(MOV(eax, _p32("local"))), "local",
+     r"declared 0 time\(s\) but its placeholder occurs 1 time\(s\)"),
+    ("UNDECLARED64", lambda a: a(MOV(rax, PLACEHOLDER["const"])), "const",
+     r"declared 0 time\(s\) but its placeholder occurs 1 time\(s\)"),
+    ("DECLARED_TWICE", lambda a: a(MOV(eax, a.hole("oparg")), ADD(ecx, a.hole("oparg"))),
+     "oparg", r"declared 2 times"),
+    ("TWO_DEOPTS", lambda a: (a.jcc_hole("e", "deopt"), a.jcc_hole("ne", "deopt")), "deopt",
+     r"declared 2 times"),
+])
+def test_hole_table_errors_name_the_stencil_and_the_hole(name, fn, kind, pattern):
+    with pytest.raises(AsmError) as e:
+        asm.assemble(name, fn)
+    msg = str(e.value)
+    assert f"stencil {name}" in msg and f"hole {kind}" in msg, msg
+    assert re.search(pattern, msg), msg
+
+
+def test_find_holes_checks_raw_bytes_too():
+    code = b"\x90" + _p32("oparg").to_bytes(4, "little") + b"\x90"
+    assert asm.find_holes("RAW", code, ["oparg"]) == (Hole(1, 4, "oparg"),)
+    with pytest.raises(AsmError, match=r"stencil RAW: hole oparg"):
+        asm.find_holes("RAW", code, [])
+    with pytest.raises(AsmError, match=r"stencil RAW: hole count"):
+        asm.find_holes("RAW", code, ["oparg", "count"])
+
+
+@pytest.mark.parametrize("how", ["hole", "jcc_hole", "jmp_hole"])
+def test_unknown_hole_kind_is_an_asm_error_naming_the_stencil(how):
+    emit = {"hole": lambda a: a(MOV(eax, a.hole("bogus"))),
+            "jcc_hole": lambda a: a.jcc_hole("e", "bogus"),
+            "jmp_hole": lambda a: a.jmp_hole("bogus")}[how]
+    with pytest.raises(AsmError, match=r"stencil PROTO\b.*bogus|bogus.*stencil PROTO\b"):
+        asm.assemble("PROTO", emit)
+
+
+def test_local_jumps_are_checked():
+    def undefined(a):
+        a.jcc("e", "nowhere")
+    with pytest.raises(AsmError, match="nowhere"):
+        asm.assemble("J", undefined)
+
+    def twice(a):
+        a.label("x").label("x")
+    with pytest.raises(AsmError, match="label x defined twice"):
+        asm.assemble("J", twice)
+
+
+def test_every_built_stencil_has_a_consistent_hole_table():
+    st = stencils.load()
+    assert set(st) == set(stub_build.load_families())
+    for s in st.values():
+        kinds = [h.kind for h in s.holes]
+        assert len(kinds) == len(set(kinds)), s.name
+        assert [h.offset for h in s.holes] == sorted(h.offset for h in s.holes)
+        for h in s.holes:
+            assert h.width == asm.HOLE_WIDTH[h.kind], (s.name, h)
+            assert 0 <= h.offset and h.offset + h.width <= len(s.code), (s.name, h)
+            assert s.code[h.offset:h.offset + h.width] == \
+                PLACEHOLDER[h.kind].to_bytes(h.width, "little"), (s.name, h)
+        if s.code:
+            assert s.disassembly.strip(), s.name
+
+
+# ---- jit.compile: a hole it has no value for ------------------------------------------
+
+def _nop_loop_trace():
+    code = [(OP["NOP"], 0), (OP["LOOP"], -1), (OP["HALT"], 0)]
+    trace = Trace(0, [TraceOp(0, OP["NOP"], 0, "NOP"), TraceOp(1, OP["LOOP"], -1, "LOOP:close")])
+    return code, trace
+
+
+@pytest.mark.parametrize("count", [False, True])
+def test_a_hole_the_compiler_does_not_fill_is_a_compile_error(monkeypatch, count):
+    real = stencils.load()
+    code, trace = _nop_loop_trace()
+    # mov rax, TALLY; inc qword [rax]: a "tally" hole, which only --stats fills
+    fake_code = b"\x48\xb8" + PLACEHOLDER["tally"].to_bytes(8, "little") + b"\x48\xff\x00"
+    fake = dict(real)
+    fake["NOP"] = Stencil("NOP", fake_code, asm.find_holes("NOP", fake_code, ["tally"]), "fake")
+    from shimlab.jit.compile import EXIT_STENCIL
+    ctx_modes = list(EXIT_STENCIL)
+    for mode in ctx_modes:      # the real stencils compile
+        compile_trace(trace, Context(mode, 0x10000, [], code, [0x20000] * isa.NUM_OPCODES,
+                                     count=count), None)
+    monkeypatch.setattr(stencils, "load", lambda: fake)
+    for mode in ctx_modes:
+        ctx = Context(mode, 0x10000, [], code, [0x20000] * isa.NUM_OPCODES, count=count)
+        with pytest.raises(CompileError, match=r"stencil NOP: hole tally at \+2 left "
+                                               r"unpatched \(NOP@pc0\)"):
+            compile_trace(trace, ctx, None)
+
+
+def test_a_trace_naming_a_missing_stencil_is_a_compile_error():
+    code, _ = _nop_loop_trace()
+    trace = Trace(0, [TraceOp(0, OP["NOP"], 0, "NOP:nonesuch"),
+                      TraceOp(1, OP["LOOP"], -1, "LOOP:close")])
+    with pytest.raises(CompileError, match=r"no stencil NOP:nonesuch \(pc 0\)"):
+        compile_trace(trace, Context("jit-direct", 0x10000, [], code), None)
+    with pytest.raises(CompileError, match="not a JIT mode"):
+        compile_trace(_nop_loop_trace()[1], Context("tailcall", 0x10000, [], code), None)
+
+
+# ---- the artifact ---------------------------------------------------------------------
+
+@pytest.fixture
+def build_dir(monkeypatch, tmp_path):
+    """A private SHIMLAB_BUILD_DIR, and no stencils cached from elsewhere (before or after)."""
+    monkeypatch.setenv("SHIMLAB_BUILD_DIR", str(tmp_path))
+    stencils.load.cache_clear()
+    yield tmp_path
+    stencils.load.cache_clear()
+
+
+def test_artifact_is_built_headed_by_the_inputs_hash(build_dir):
+    path = stencils.artifact_path()
+    assert path == build_dir / "stencils.json"      # cache_root reads the variable at call time
+    assert not path.exists()
+    st = stencils.load()
+    text = path.read_text()
+    want = stub_build.input_hash()
+    assert re.fullmatch(r"[0-9a-f]{16}", want)
+    assert f'"hash": "{want}"' in text[:200], text[:200]
+    data = json.loads(text)
+    assert data["hash"] == want
+    assert set(data["stencils"]) == set(st) and "ADD" in st
+    assert not list(build_dir.glob(".stencils-*")), "a temporary file was left behind"
+
+
+def _tamper(path, hash_=None, add_code="90"):
+    data = json.loads(path.read_text())
+    if hash_ is not None:
+        data["hash"] = hash_
+    data["stencils"]["ADD"]["code"] = add_code
+    data["stencils"]["ADD"]["holes"] = []
+    path.write_text(json.dumps(data))
+
+
+def test_stale_artifact_is_rebuilt(build_dir):
+    real_add = stencils.load()["ADD"].code
+    path = stencils.artifact_path()
+    _tamper(path, hash_="0" * 16)
+    stencils.load.cache_clear()
+    assert stencils.load()["ADD"].code == real_add
+    assert json.loads(path.read_text())["hash"] == stub_build.input_hash()
+
+
+def test_current_artifact_is_used_as_it_is(build_dir):
+    """The hash alone decides: an artifact whose hash matches is not rebuilt (so
+    the tampered ADD comes back), and the lru_cache serves it until cleared."""
+    stencils.load()
+    path = stencils.artifact_path()
+    _tamper(path)
+    assert stencils.load()["ADD"].code != b"\x90"       # still the cached one
+    stencils.load.cache_clear()
+    assert stencils.load()["ADD"].code == b"\x90"
+
+
+@pytest.mark.parametrize("garbage", ["", "{not json", "[]", '{"hash": null}'])
+def test_unreadable_artifact_is_rebuilt(build_dir, garbage):
+    path = stencils.artifact_path()
+    path.write_text(garbage)
+    st = stencils.load()
+    assert "ADD" in st
+    assert json.loads(path.read_text())["hash"] == stub_build.input_hash()
+
+
+# ---- the stencil tester --------------------------------------------------------------
+
+def _in_child(fn, *args):
+    def child():
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(60)
+        return fn(*args)
+    return isolate.call("stencil test", child)
+
+
+@needs_jit
+def test_run_stencil_passes_the_real_stencils():
+    from shimlab.jit import stenciltest
+    names = [n for n in stencils.load()
+             if not n.startswith(("exit:", "count", "uncount", "tally"))]
+
+    def all_of_them():
+        return {n: stenciltest.run_stencil(n, 8, 1, JIT_CC) for n in names}
+    bad = {n: f for n, f in _in_child(all_of_them).items() if f}
+    assert not bad, bad
+
+
+@needs_jit
+@pytest.mark.parametrize("victim, impostor", [
+    ("ADD", "SUB"), ("EQ", "NE"), ("MOVE", "CELL_ADD"), ("FLOORDIV", "MOD"),
+    # an off-by-one comparison (the wrong setcc) differs only when a == b
+    ("LT", "LE"), ("GT", "GE"),
+])
+def test_run_stencil_detects_a_wrong_stencil(monkeypatch, victim, impostor):
+    from shimlab.jit import stenciltest
+    real = stencils.load()
+    fake = dict(real)
+    fake[victim] = dataclasses.replace(real[impostor], name=victim)
+    monkeypatch.setattr(stencils, "load", lambda: fake)
+    failures = _in_child(stenciltest.run_stencil, victim, 40, 0, JIT_CC)
+    assert failures, f"{victim} with {impostor}'s code passed"
+    assert all(f.startswith("trial ") for f in failures), failures
+
+
+# ---- `shimlab stencils` ---------------------------------------------------------------
+
+def _shimlab(*args):
+    return subprocess.run([sys.executable, "-m", "shimlab.cli", *args], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)
+
+
+def test_stencils_list_lists_every_stencil():
+    p = _shimlab("stencils", "list")
+    assert p.returncode == 0, p.stderr
+    rows = p.stdout.splitlines()[2:]            # header, rule
+    listed = [r.split()[0] for r in rows if r.strip()]
+    st = stencils.load()
+    assert sorted(listed) == sorted(st)
+    for r in rows:
+        name, size = r.split()[:2]
+        assert int(size) == len(st[name].code), r
+
+
+def test_stencils_show_marks_the_holes():
+    p = _shimlab("stencils", "show", "MOVE")
+    assert p.returncode == 0, p.stderr
+    move = stencils.load()["MOVE"]
+    assert p.stdout.startswith(f"MOVE: {len(move.code)} bytes")
+    kinds = {h.kind for h in move.holes}
+    assert {"oparg", "deopt"} <= kinds
+    for h in move.holes:
+        assert re.search(rf"hole {h.kind}\s+at \+{h.offset}, {h.width} bytes", p.stdout)
+        assert f"<- hole {h.kind}@{h.offset}" in p.stdout, p.stdout
+    marked = [ln for ln in p.stdout.splitlines() if "<- hole" in ln]
+    assert len(marked) == len(move.holes)
+
+
+@pytest.mark.parametrize("args", [("show", "NOPE"), ("show", "add"), ("test", "NOPE")])
+def test_stencils_unknown_name_is_a_one_line_error(args):
+    p = _shimlab("stencils", *args)
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("shimlab: no stencil named"), p.stderr
+    assert "Traceback" not in p.stderr and p.stdout == ""
+    if args[1] == "add":
+        assert "did you mean ADD" in lines[0]
+
+
+@needs_jit
+def test_stencils_test_add_passes():
+    p = _shimlab("stencils", "test", "ADD", "--trials", "20", "--cc", JIT_CC)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert re.search(r"ok\s+ADD", p.stdout), p.stdout
+    assert "1 of 1 stencils agree with the oracle" in p.stderr
