@@ -37,6 +37,7 @@ class Context:
     handler_addrs: list[int] = field(default_factory=list)   # jit-direct-handler
     count: bool = False                  # a count build: keep per-opcode counts exact
     tallies: int | None = None           # --stats: address of this trace's counters
+    state: dict | None = None            # the interpreter's register contract (None: the static one)
 
 
 @dataclass
@@ -75,7 +76,7 @@ def slot_size(st: dict, count: bool, stats: bool) -> int:
 def compile_trace(trace: Trace, ctx: Context, base: int | None) -> Compiled:
     """Machine code for `trace` when it will run at address `base` (None: only
     its size is wanted)."""
-    st = stencil_store.load()
+    st = stencil_store.load(ctx.state)
     if ctx.mode not in EXIT_STENCIL:
         raise CompileError(f"not a JIT mode: {ctx.mode}")
     exits: dict[Exit, int] = {}

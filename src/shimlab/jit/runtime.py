@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from .. import isa
+from .. import contract, isa
 from ..errors import ShimlabError
 from . import compile as jit_compile
 from .memory import CodeMemory
@@ -85,6 +85,9 @@ class Jit:
         vm.jit_hook = self.hook
         vm.pin_code = 1
         self.handlers = handler_addresses(loaded.build)
+        # the stencils' registers are those the interpreter's compiler passes
+        # preserve_none arguments in, read from that compiler (contract.derive)
+        self.state = contract.state_of(loaded.build.compiler.name)
         self.memory = CodeMemory(self.lib, f, min(self.handlers))
         self.stats = JitStats()
         self.retries: dict[int, int] = {}
@@ -151,7 +154,8 @@ class Jit:
         info = TraceInfo(len(self.stats.traces), trace.start, len(trace.ops), 0, trace.closed,
                          trace.why_end, [])
         ctx = jit_compile.Context(self.mode, code_base, self.loaded.program.consts, self.code,
-                                  self.handlers, count=self.loaded.build.count)
+                                  self.handlers, count=self.loaded.build.count,
+                                  state=self.state)
         if self.want_stats:
             nexits = 1 + 2 * len(trace.ops)         # an upper bound: one slot per guard
             info.tallies = f.new("int64_t[]", 1 + nexits)

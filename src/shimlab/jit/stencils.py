@@ -7,6 +7,7 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
+from .. import contract
 from ..build import ROOT, cache_root
 from ..errors import ShimlabError
 
@@ -27,17 +28,25 @@ def _jitstubs():
     return jitstubs.build
 
 
-def artifact_path() -> Path:
-    return cache_root() / "stencils.json"
+def artifact_path(state: dict | None = None) -> Path:
+    k = contract.key(state or contract.STATE)
+    return cache_root() / (f"stencils-{k}.json" if k else "stencils.json")
+
+
+def load(state: dict | None = None) -> dict:
+    """name -> jitstubs.asm.Stencil (with .disassembly), current with its
+    sources, written against the register assignment `state` (default: the
+    static contract; contract.state_of(cc) for a compiler's own)."""
+    return _load(tuple((state or contract.STATE).items()))
 
 
 @lru_cache(maxsize=None)
-def load() -> dict:
-    """name -> jitstubs.asm.Stencil (with .disassembly), current with its sources."""
+def _load(items: tuple) -> dict:
+    state = dict(items)
     build = _jitstubs()
     from jitstubs.asm import AsmError, Stencil
-    path = artifact_path()
-    want = build.input_hash()
+    path = artifact_path(state)
+    want = build.input_hash(state)
     data = None
     if path.exists():
         try:
@@ -46,7 +55,7 @@ def load() -> dict:
             data = None
     if not data or data.get("hash") != want:
         try:
-            data = build.write(path)
+            data = build.write(path, state)
         except AsmError as e:
             raise StencilError(f"stencil build failed: {e}") from None
     return {name: Stencil.from_json(d) for name, d in data["stencils"].items()}
