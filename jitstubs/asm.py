@@ -25,8 +25,9 @@ HOLE_WIDTH = {
     "handler": 4,      # rel32 to the C handler of the instruction at the resume point
     "count": 4,        # byte offset of an opcode's counter (8 * opcode), disp32
     "tally": 8,        # absolute address of a trace's entry or exit counter (--stats)
+    "continue": 4,     # rel32 to the end of the stencil (compiler-built stencils' early exits)
 }
-REL32 = ("deopt", "branch", "loop", "handler")
+REL32 = ("deopt", "branch", "loop", "handler", "continue")
 
 # Placeholders: a fixed prefix no real operand of a small stencil takes, then
 # a distinct low byte per kind.  imm32 placeholders are positive and above

@@ -38,6 +38,8 @@ class Context:
     count: bool = False                  # a count build: keep per-opcode counts exact
     tallies: int | None = None           # --stats: address of this trace's counters
     state: dict | None = None            # the interpreter's register contract (None: the static one)
+    source: str = "peachpy"              # instruction stencils: "peachpy" or "clang" (cstencils.py)
+    cc: str | None = None                # the compiler of clang stencils (the interpreter's)
 
 
 @dataclass
@@ -76,7 +78,7 @@ def slot_size(st: dict, count: bool, stats: bool) -> int:
 def compile_trace(trace: Trace, ctx: Context, base: int | None) -> Compiled:
     """Machine code for `trace` when it will run at address `base` (None: only
     its size is wanted)."""
-    st = stencil_store.load(ctx.state)
+    st = stencil_store.load(ctx.state, ctx.source, ctx.cc)
     if ctx.mode not in EXIT_STENCIL:
         raise CompileError(f"not a JIT mode: {ctx.mode}")
     exits: dict[Exit, int] = {}
@@ -91,7 +93,7 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None) -> Compiled:
             raise CompileError(f"no stencil {t.stencil} (pc {t.pc})")
         if ctx.count:
             pieces.append(("count", {"count": 8 * t.op}))
-        values = {"oparg": t.arg, "local": 8 * t.arg, "loop": "loop"}
+        values = {"oparg": t.arg, "local": 8 * t.arg, "loop": "loop", "continue": "next"}
         if t.name == "LOAD_CONST":
             values["const"] = ctx.consts[t.arg]
         kinds = {h.kind for h in st[t.stencil].holes}
@@ -124,6 +126,8 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None) -> Compiled:
                 v = body + slot * v - (field_at + 4)
             elif h.kind == "loop":
                 v = loop_offset - (field_at + 4)
+            elif h.kind == "continue":         # the next stencil, laid right after this one
+                v = at + len(stencil.code) - (field_at + 4)
             elif h.kind == "handler":
                 v = 0 if base is None else v - (base + field_at + 4)
                 if not -(1 << 31) <= v < (1 << 31):

@@ -33,11 +33,22 @@ def artifact_path(state: dict | None = None) -> Path:
     return cache_root() / (f"stencils-{k}.json" if k else "stencils.json")
 
 
-def load(state: dict | None = None) -> dict:
+SOURCES = ("peachpy", "clang")
+
+
+def load(state: dict | None = None, source: str = "peachpy", cc: str | None = None) -> dict:
     """name -> jitstubs.asm.Stencil (with .disassembly), current with its
     sources, written against the register assignment `state` (default: the
-    static contract; contract.state_of(cc) for a compiler's own)."""
-    return _load(tuple((state or contract.STATE).items()))
+    static contract; contract.state_of(cc) for a compiler's own).  With
+    source "clang" the instruction stencils are compiled from C by `cc`
+    (jit/cstencils.py) and the exits and counters stay PeachPy's."""
+    peachpy = _load(tuple((state or contract.STATE).items()))
+    if source == "peachpy":
+        return peachpy
+    if source != "clang":
+        raise StencilError(f"unknown stencil source {source!r} (choose from {', '.join(SOURCES)})")
+    from . import cstencils
+    return {**peachpy, **cstencils.load(cc)}
 
 
 @lru_cache(maxsize=None)
