@@ -3,6 +3,9 @@
 A case the fast path does not handle (division by zero or by -1, a negative
 shift) leaves through the `deopt` exit before touching the stack, and the
 interpreter runs the instruction itself, so errors and rare cases stay exact.
+Results are stored relative to the old sp and sp moves last, so no load or
+store waits for the sp update (the stack pointer is a dependency chain that
+runs through every instruction).
 """
 from peachpy.x86_64 import (ADD, AND, CMOVA, CMOVAE, CMP, CQO, IDIV, IMUL, LEA, MOV, NEG, NOT,
                             OR, SAR, SETE, SETG, SETGE, SETL, SETLE, SETNE, SHL, SUB, TEST, XOR,
@@ -13,7 +16,7 @@ from .asm import SP, stencil
 
 def _binop_in_place(op):
     def emit(a):
-        a(MOV(rax, qword[SP - 8]), SUB(SP, 8), op(qword[SP - 8], rax))
+        a(MOV(rax, qword[SP - 8]), op(qword[SP - 16], rax), SUB(SP, 8))
     return emit
 
 
@@ -23,7 +26,7 @@ for _name, _op in (("ADD", ADD), ("SUB", SUB), ("AND", AND), ("OR", OR), ("XOR",
 
 @stencil("MUL")
 def mul(a):
-    a(MOV(rax, qword[SP - 16]), IMUL(rax, qword[SP - 8]), SUB(SP, 8), MOV(qword[SP - 8], rax))
+    a(MOV(rax, qword[SP - 16]), IMUL(rax, qword[SP - 8]), MOV(qword[SP - 16], rax), SUB(SP, 8))
 
 
 def _divide(result_reg):
@@ -38,7 +41,7 @@ def _divide(result_reg):
         a(MOV(r8, rdx), XOR(r8, rcx)).jcc("ns", "done")
         a(SUB(rax, 1), ADD(rdx, rcx))
         a.label("done")
-        a(SUB(SP, 8), MOV(qword[SP - 8], result_reg))
+        a(MOV(qword[SP - 16], result_reg), SUB(SP, 8))
     return emit
 
 
@@ -52,7 +55,7 @@ def lshift(a):
     a(MOV(rcx, qword[SP - 8]), TEST(rcx, rcx))
     a.jcc_hole("s", "deopt")
     a(MOV(rax, qword[SP - 16]), SHL(rax, cl), XOR(edx, edx), CMP(rcx, 64), CMOVAE(rax, rdx),
-      SUB(SP, 8), MOV(qword[SP - 8], rax))
+      MOV(qword[SP - 16], rax), SUB(SP, 8))
 
 
 @stencil("RSHIFT")
@@ -61,7 +64,7 @@ def rshift(a):
     a(MOV(rcx, qword[SP - 8]), TEST(rcx, rcx))
     a.jcc_hole("s", "deopt")
     a(MOV(edx, 63), CMP(rcx, 63), CMOVA(rcx, rdx), MOV(rax, qword[SP - 16]), SAR(rax, cl),
-      SUB(SP, 8), MOV(qword[SP - 8], rax))
+      MOV(qword[SP - 16], rax), SUB(SP, 8))
 
 
 @stencil("NEG")
@@ -81,8 +84,8 @@ def not_(a):
 
 def _compare(setcc):
     def emit(a):
-        a(MOV(rax, qword[SP - 8]), SUB(SP, 8), XOR(ecx, ecx), CMP(qword[SP - 8], rax),
-          setcc(cl), MOV(qword[SP - 8], rcx))
+        a(MOV(rax, qword[SP - 8]), XOR(ecx, ecx), CMP(qword[SP - 16], rax),
+          setcc(cl), MOV(qword[SP - 16], rcx), SUB(SP, 8))
     return emit
 
 

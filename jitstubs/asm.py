@@ -25,8 +25,9 @@ HOLE_WIDTH = {
     "handler": 4,      # rel32 to the C handler of the instruction at the resume point
     "count": 4,        # byte offset of an opcode's counter (8 * opcode), disp32
     "tally": 8,        # absolute address of a trace's entry or exit counter (--stats)
+    "continue": 4,     # rel32 to the end of the stencil (compiler-built stencils' early exits)
 }
-REL32 = ("deopt", "branch", "loop", "handler")
+REL32 = ("deopt", "branch", "loop", "handler", "continue")
 
 # Placeholders: a fixed prefix no real operand of a small stencil takes, then
 # a distinct low byte per kind.  imm32 placeholders are positive and above
@@ -192,14 +193,43 @@ def assemble(name: str, fn: Callable[[Asm], None], doc: str = "") -> Stencil:
     return Stencil(name, code, find_holes(name, code, a.declared), doc)
 
 
-# The register contract, as PeachPy registers (from shimlab.contract).
+# The register contract, as PeachPy registers: shimlab.contract.STATE unless
+# use_contract() chose another assignment (a compiler whose preserve_none
+# order differs); build.load_families re-imports the stencil modules after it.
 def _reg(name):
     from peachpy import x86_64
     return getattr(x86_64, name)
 
 
-IP, SP, FP, HEAD, VM, TABLE = (_reg(contract.STATE[k]) for k in
-                               ("ip", "sp", "fp", "head", "vm", "table"))
+STATE: dict[str, str] = {}
+IP = SP = FP = HEAD = VM = TABLE = None
+
+
+def use_contract(state: dict[str, str]) -> bool:
+    """Binds IP, SP, FP, HEAD, VM, TABLE to `state`; True when that changed them."""
+    global STATE, IP, SP, FP, HEAD, VM, TABLE
+    if state == STATE:
+        return False
+    STATE = dict(state)
+    IP, SP, FP, HEAD, VM, TABLE = (_reg(state[k]) for k in
+                                   ("ip", "sp", "fp", "head", "vm", "table"))
+    return True
+
+
+use_contract(contract.STATE)
+
+
+# An operand a hole stands for is an immediate in a JIT stencil but a register
+# in the asm interpreter (which reads it from ip->arg): these keep one
+# stencil body valid for both.
+def low32(value):
+    """The operand as a 32-bit source (an immediate, or the register's low half)."""
+    return value if isinstance(value, int) else value.as_dword
+
+
+def addend(value):
+    """The operand as the second term of an address ([base + addend(x)])."""
+    return value if isinstance(value, int) else value * 1
 
 
 def vm_offset(field_name: str) -> int:

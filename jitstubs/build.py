@@ -27,9 +27,9 @@ def families() -> list[str]:
     return list(FAMILIES) + extra
 
 
-def input_hash() -> str:
+def input_hash(state: dict | None = None) -> str:
     """Hash of the stencil sources, the VM layout and the register contract."""
-    h = hashlib.sha256()
+    h = hashlib.sha256(json.dumps(state or {}, sort_keys=True).encode())
     paths = sorted(Path(__file__).parent.glob("*.py")) + [
         ROOT / "csrc" / "vm.h", ROOT / "src" / "shimlab" / "contract.py"]
     for p in paths:
@@ -37,10 +37,22 @@ def input_hash() -> str:
     return h.hexdigest()[:16]
 
 
-def load_families() -> dict:
+def load_families(state: dict | None = None) -> dict:
+    """The registry, its stencils written against `state` (default: the
+    static contract).  The family modules bind the contract registers when
+    imported, so a different assignment re-imports them."""
     import importlib
+    import sys
+    from shimlab import contract
+    changed = asm.use_contract(state or contract.STATE)
+    if changed:
+        asm.REGISTRY.clear()
     for fam in families():
-        importlib.import_module(f"jitstubs.{fam}")
+        name = f"jitstubs.{fam}"
+        if changed and name in sys.modules:
+            importlib.reload(sys.modules[name])
+        else:
+            importlib.import_module(name)
     return asm.REGISTRY
 
 
@@ -72,21 +84,22 @@ def disassemble(code: bytes, holes=()) -> str:
     return "\n".join(lines) + "\n"
 
 
-def build_all() -> dict:
-    registry = load_families()
+def build_all(state: dict | None = None) -> dict:
+    registry = load_families(state)
     stencils = {}
     for name, (fn, doc) in registry.items():
         s = asm.assemble(name, fn, doc)
         d = s.to_json()
         d["disassembly"] = disassemble(s.code, s.holes)
         stencils[name] = d
-    return {"generated_by": "jitstubs.build -- do not edit", "hash": input_hash(),
+    return {"generated_by": "jitstubs.build -- do not edit", "hash": input_hash(state),
+            "contract": asm.STATE,
             "placeholders": {k: hex(v) for k, v in asm.PLACEHOLDER.items()},
             "stencils": stencils}
 
 
-def write(path: Path) -> dict:
-    artifact = build_all()
+def write(path: Path, state: dict | None = None) -> dict:
+    artifact = build_all(state)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".stencils-", dir=path.parent)
     try:

@@ -8,12 +8,12 @@ from vm.h.
 from peachpy.x86_64 import (ADD, CMP, INC, LEA, MOV, MOVZX, SUB, byte, dl, edx, eax, al, qword,
                             rax, rcx)
 
-from .asm import HEAD, VM, stencil, vm_offset
+from .asm import HEAD, VM, addend, low32, stencil, vm_offset
 
 
 @stencil("CELL_ADD")
 def cell_add(a):
-    a(MOV(eax, a.hole("oparg")), ADD(byte[HEAD], al))
+    a(MOV(eax, low32(a.hole("oparg"))), ADD(byte[HEAD], al))
 
 
 @stencil("CELL_ZERO")
@@ -24,7 +24,7 @@ def cell_zero(a):
 @stencil("MOVE")
 def move(a):
     """head += n, deopt unless 0 <= new position < tape_len"""
-    a(LEA(rax, [HEAD + a.hole("oparg")]), MOV(rcx, rax), SUB(rcx, qword[VM + vm_offset("tape")]),
+    a(LEA(rax, [HEAD + addend(a.hole("oparg"))]), MOV(rcx, rax), SUB(rcx, qword[VM + vm_offset("tape")]),
       CMP(rcx, qword[VM + vm_offset("tape_len")]))
     a.jcc_hole("ae", "deopt")
     a(MOV(HEAD, rax))
@@ -43,7 +43,7 @@ def _output(load_byte):
 stencil("CELL_OUT", "output the current cell; deopt when the buffer is full")(
     _output(lambda a: a(MOVZX(edx, byte[HEAD]))))
 stencil("PRINT_BYTE", "output the byte ARG; deopt when the buffer is full")(
-    _output(lambda a: a(MOV(edx, a.hole("oparg")))))
+    _output(lambda a: a(MOV(edx, low32(a.hole("oparg"))))))
 
 
 @stencil("CELL_IN")

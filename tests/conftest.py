@@ -13,10 +13,10 @@ EXAMPLES = ROOT / "examples"
 @functools.lru_cache(maxsize=None)
 def interpreter_configs() -> list[tuple[str, str]]:
     """Every (mode, compiler) pair the toolchain can build here."""
-    from shimlab import cases, toolchain
+    from shimlab import build, toolchain
     configs = []
     for cc in toolchain.find_compilers():
-        for mode in cases.VARIANTS:
+        for mode in build.INTERPRETER_MODES:
             if cc.features >= set(toolchain.MODE_FEATURES[mode]):
                 configs.append((mode, cc.name))
     return configs

@@ -60,6 +60,7 @@ SL_PRESERVE_NONE int sl_op_LOOP_IF_CELL(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, t
 #define SL_JIT_OPS 0
 #endif
 
+__attribute__((unused))   /* the asm mode dispatches through its own table */
 static sl_handler *const sl_table[SL_NUM_OPCODES + SL_JIT_OPS] = {
     sl_op_NOP,
     sl_op_HALT,
@@ -363,15 +364,23 @@ SL_PRESERVE_NONE int sl_op_LOOP_IF_CELL(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, t
 #include "../crossing.h"
 #endif
 
+#ifdef SL_ASM   /* the asm mode: PeachPy handlers (asm_interp.py) with their own
+                   table, which names these C handlers for the instructions they leave to C */
+extern sl_handler *const sl_asm_table[SL_NUM_OPCODES];
+#define SL_ENTRY_TABLE sl_asm_table
+#else
+#define SL_ENTRY_TABLE sl_table
+#endif
+
 int sl_interpret(sl_vm *vm) {
     if (!vm->code) {
-        for (int i = 0; i < SL_NUM_OPCODES; i++) sl_handler_addrs[i] = (const void *)sl_table[i];
+        for (int i = 0; i < SL_NUM_OPCODES; i++) sl_handler_addrs[i] = (const void *)SL_ENTRY_TABLE[i];
         return 0;
     }
     /* an ordinary C call into the preserve_none world: the caller saves
        rbx and r12-r15 here, once per run */
     SL_COUNT(vm->ip->op);
-    const void *table = sl_table;
+    const void *table = SL_ENTRY_TABLE;
 #ifdef SL_JIT
     if (vm->jit_table) table = vm->jit_table;   /* jit-table: traces in the table */
 #endif

@@ -29,7 +29,12 @@ JIT_HAND_WRITTEN = ("jit_interp.h", "crossing.h", "shim.c", "jitmem.c")
 JIT_MODES = ("jit-shim", "jit-direct", "jit-direct-handler", "jit-table")
 JIT_DEFINE = {"jit-shim": "SL_JIT_SHIM", "jit-direct": "SL_JIT_DIRECT",
               "jit-direct-handler": "SL_JIT_DIRECT", "jit-table": "SL_JIT_DIRECT"}
-MODES = cases.VARIANTS + JIT_MODES
+# The asm mode: the tail-call interpreter's C handlers with a PeachPy handler
+# in their place for every instruction that has one (asm_interp.py).
+ASM_MODE = "asm"
+INTERPRETER_MODES = cases.VARIANTS + (ASM_MODE,)   # the non-JIT interpreters
+MODES = INTERPRETER_MODES + JIT_MODES
+ASM_SOURCE = "asm_handlers.s"
 
 
 def is_jit(mode: str) -> bool:
@@ -78,15 +83,20 @@ class Build:
 
 
 def _variant(mode: str) -> str:
-    return "tailcall" if is_jit(mode) else mode
+    return "tailcall" if is_jit(mode) or mode == ASM_MODE else mode
 
 
-def _sources(mode: str) -> dict[str, str]:
+def _sources(mode: str, cc: toolchain.Compiler, count: bool) -> dict[str, str]:
     rendered = cases.render()
     files = {f"generated/{name}": text for name, text in rendered.items()
              if name == "opcodes.h" or name == f"cases_{cases.c_name(_variant(mode))}.c"}
     for name in HAND_WRITTEN + (JIT_HAND_WRITTEN if is_jit(mode) else ()):
         files[name] = (CSRC / name).read_text()
+    if mode == ASM_MODE:
+        # PeachPy handlers in the registers this compiler passes preserve_none
+        # arguments in (so they meet its C handlers), counting when asked
+        from . import asm_interp, contract
+        files[ASM_SOURCE] = asm_interp.render(contract.state_of(cc.name), count)
     return files
 
 
@@ -117,6 +127,9 @@ def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAU
     if is_jit(mode):
         defines += (f"-DSL_JIT={JIT_DEFINE[mode]}",)
         c_files += ["shim.c", "jitmem.c"]
+    if mode == ASM_MODE:
+        defines += ("-DSL_ASM",)
+        c_files += [ASM_SOURCE]
     ident = "jit-direct" if JIT_DEFINE.get(mode) == "SL_JIT_DIRECT" else mode
     digest = ""
     if profile is not None:
@@ -124,7 +137,7 @@ def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAU
         profile = Path(profile).resolve()
         digest = _profile_digest(profile)
         extra += pgo.use_flags(cc, profile)
-    sources = _sources(mode)
+    sources = _sources(mode, cc, count)
     h = hashlib.sha256()
     for part in (json.dumps(sources, sort_keys=True), cc.path, cc.version, ident,
                  " ".join(BASE_FLAGS + flags + extra + defines)) + ((digest,) if digest else ()):

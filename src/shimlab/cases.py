@@ -135,7 +135,8 @@ def _tailcall() -> str:
                    f"(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table));\n")
     out.append("\n#ifdef SL_JIT   /* the JIT modes: hot counters, recorder, ENTER_JIT */\n"
                "#include \"../jit_interp.h\"\n#else\n#define SL_JIT_OPS 0\n#endif\n")
-    out.append("\nstatic sl_handler *const sl_table[SL_NUM_OPCODES + SL_JIT_OPS] = {\n")
+    out.append("\n__attribute__((unused))   /* the asm mode dispatches through its own table */\n"
+               "static sl_handler *const sl_table[SL_NUM_OPCODES + SL_JIT_OPS] = {\n")
     out += [f"    sl_op_{ins.name},\n" for ins in isa.INSTRUCTIONS]
     out.append("#ifdef SL_JIT\n    sl_op_ENTER_JIT,\n#endif\n};\n\n")
     for ins in isa.INSTRUCTIONS:
@@ -143,14 +144,19 @@ def _tailcall() -> str:
                    f"(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)) {{\n"
                    f"{_body(ins, '    ')}}}\n\n")
     out.append("#ifdef SL_JIT\n#include \"../crossing.h\"\n#endif\n\n")
+    out.append("#ifdef SL_ASM   /* the asm mode: PeachPy handlers (asm_interp.py) with their own\n"
+               "                   table, which names these C handlers for the instructions they leave to C */\n"
+               "extern sl_handler *const sl_asm_table[SL_NUM_OPCODES];\n"
+               "#define SL_ENTRY_TABLE sl_asm_table\n"
+               "#else\n#define SL_ENTRY_TABLE sl_table\n#endif\n\n")
     out.append("int sl_interpret(sl_vm *vm) {\n"
                "    if (!vm->code) {\n"
-               "        for (int i = 0; i < SL_NUM_OPCODES; i++) sl_handler_addrs[i] = (const void *)sl_table[i];\n"
+               "        for (int i = 0; i < SL_NUM_OPCODES; i++) sl_handler_addrs[i] = (const void *)SL_ENTRY_TABLE[i];\n"
                "        return 0;\n    }\n"
                "    /* an ordinary C call into the preserve_none world: the caller saves\n"
                "       rbx and r12-r15 here, once per run */\n"
                "    SL_COUNT(vm->ip->op);\n"
-               "    const void *table = sl_table;\n"
+               "    const void *table = SL_ENTRY_TABLE;\n"
                "#ifdef SL_JIT\n"
                "    if (vm->jit_table) table = vm->jit_table;   /* jit-table: traces in the table */\n"
                "#endif\n"

@@ -12,7 +12,7 @@ import sys
 from .errors import ShimlabError
 from .isolate import Crash
 
-MODES = ("switch", "goto", "goto-merged", "tailcall", "jit-shim", "jit-direct",
+MODES = ("switch", "goto", "goto-merged", "tailcall", "asm", "jit-shim", "jit-direct",
          "jit-direct-handler", "jit-table", "reference")
 
 

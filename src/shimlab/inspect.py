@@ -95,9 +95,10 @@ def analyze(build) -> Report:
     funcs = objdump(build.path)
     report = Report(build.mode, build.compiler.name)
     names = [ins.name for ins in isa.INSTRUCTIONS]
-    if build.mode == "tailcall":
+    if build.mode in ("tailcall", "asm"):
         for name in names:
-            body = funcs.get(f"sl_op_{name}", [])
+            # the asm mode's PeachPy handler, else the C tail-call handler
+            body = funcs.get(f"sl_asm_{name}") or funcs.get(f"sl_op_{name}", [])
             sites = sum(1 for i in body if i.indirect_jump)
             size = (body[-1].addr - body[0].addr + 1) if body else 0
             report.handlers.append(Handler(name, body[0].addr if body else 0, size, len(body),
@@ -105,6 +106,10 @@ def analyze(build) -> Report:
                                            sites))
         report.dispatch_sites = sum(h.own_sites for h in report.handlers)
         report.verdict = "one tail-call dispatch per handler"
+        if build.mode == "asm":
+            from .asm_interp import C_HANDLERS
+            report.verdict = (f"one dispatch jump per PeachPy handler; {len(C_HANDLERS)} "
+                              f"left to C ({', '.join(C_HANDLERS)})")
         return report
 
     body = funcs["sl_interpret"]

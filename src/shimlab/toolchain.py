@@ -49,6 +49,8 @@ MODE_FEATURES: dict[str, set[str]] = {
     "goto": {"computed_goto"},
     "goto-merged": {"computed_goto"},
     "tailcall": {"musttail", "preserve_none", "preserve_none_musttail"},
+    # PeachPy handlers next to the tail-call interpreter's C handlers
+    "asm": {"musttail", "preserve_none", "preserve_none_musttail"},
     # the JIT modes are the tail-call interpreter plus traces under its contract
     "jit-shim": {"musttail", "preserve_none", "preserve_none_musttail"},
     "jit-direct": {"musttail", "preserve_none", "preserve_none_musttail"},

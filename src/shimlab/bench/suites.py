@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import build as build_mod
-from .. import cases, inspect, toolchain
+from .. import inspect, toolchain
 from ..errors import ShimlabError
 from . import harness, stats
 from .results import ResultFile
@@ -41,7 +41,7 @@ def add_parsers(sub) -> None:
     d = bsub.add_parser("dispatch", help="dispatch variants x compilers, ratios to goto")
     d.add_argument("--quick", action="store_true", help="small workloads, < 1 minute")
     d.add_argument("--cc", action="append", help="compiler(s) to include (default: all)")
-    d.add_argument("--mode", action="append", choices=cases.VARIANTS)
+    d.add_argument("--mode", action="append", choices=build_mod.INTERPRETER_MODES)
     d.add_argument("--workload", action="append", help="program file(s) instead of the defaults")
     d.add_argument("--processes", type=int, help="worker processes per configuration")
     d.add_argument("--warmup", type=int, help="warm-up runs per worker")
@@ -75,7 +75,7 @@ def dispatch_configs(args) -> list[harness.Config]:
     workloads = args.workload or [str(EXAMPLES / w) for w in DISPATCH_WORKLOADS[size]]
     compilers = [toolchain.get_compiler(n) for n in args.cc] if args.cc else \
         toolchain.find_compilers()
-    modes = args.mode or list(cases.VARIANTS)
+    modes = args.mode or list(build_mod.INTERPRETER_MODES)
     configs = []
     for w in workloads:
         if not Path(w).exists():
@@ -107,6 +107,9 @@ def report(results: ResultFile, configs: list[harness.Config], out=sys.stdout) -
         for cc in dict.fromkeys(c.cc for c in configs):
             base_key = f"dispatch/{Path(w).name}/goto/{cc}"
             base = results.get(base_key) if base_key in results else None
+            # the limit reference: the same compiler's asm interpreter
+            asm_key = f"dispatch/{Path(w).name}/{build_mod.ASM_MODE}/{cc}"
+            asm = results.get(asm_key) if asm_key in results else None
             for c in configs:
                 if c.workload != w or c.cc != cc or c.key not in results:
                     continue
@@ -127,18 +130,30 @@ def report(results: ResultFile, configs: list[harness.Config], out=sys.stdout) -
                     ratio_rows.append({"label": f"{Path(w).name} {c.mode}/{cc}", "ratio": ratio,
                                        "lo": rlo, "hi": rhi, "workload": Path(w).name,
                                        "mode": c.mode, "cc": cc, "verdict": verdict})
+                vs_asm = ""
+                if asm is not None:
+                    acyc = [_per_instruction(g, n) for g in asm.cycles_groups()]
+                    a, alo, ahi = stats.ratio_ci(cyc, acyc)
+                    vs_asm = f"{a:.3f} [{alo:.3f}, {ahi:.3f}]"
+                    if ratio_rows and ratio_rows[-1]["label"] == f"{Path(w).name} {c.mode}/{cc}":
+                        ratio_rows[-1].update(vs_asm=a, vs_asm_lo=alo, vs_asm_hi=ahi)
                 rows.append((Path(w).name, cc, c.mode, f"{n:,}", f"{med:.3f}",
                              f"[{lo:.3f}, {hi:.3f}]",
                              "" if ratio is None else f"{ratio:.3f}",
-                             "" if ratio is None else f"[{rlo:.3f}, {rhi:.3f}]", verdict))
+                             "" if ratio is None else f"[{rlo:.3f}, {rhi:.3f}]", verdict,
+                             vs_asm))
             rows.append(None)
     print(table(rows[:-1] if rows and rows[-1] is None else rows,
                 ["workload", "compiler", "mode", "VM instrs/run", "cycles/instr", "95% CI",
-                 "vs goto", "95% CI", "verdict"], align="lllrrlrll"), file=out)
+                 "vs goto", "95% CI", "verdict", "vs asm [95% CI]"], align="lllrrlrlll"),
+          file=out)
     print("cycles/instr: TSC cycles per executed VM instruction (median over all samples of "
           "all worker processes); vs goto: time ratio to the same compiler's goto build "
-          "(< 1 is faster), bootstrap 95% intervals.", file=out)
+          "(< 1 is faster); vs asm: time ratio to the same compiler's asm interpreter "
+          "(PeachPy handlers, the limit reference: > 1 is how far the variant is from it); "
+          "bootstrap 95% intervals.", file=out)
     _print_geomeans(results, configs, out)
+    _print_geomeans(results, configs, out, base=build_mod.ASM_MODE)
     print("\nbaseline check (shimlab dis --native --mode goto --cc CC for details):", file=out)
     for (mode, cc), rep in sorted(checks.items()):
         print(f"  {'!! ' if rep.flagged and mode == 'goto' else '   '}{rep.summary()}", file=out)
@@ -149,14 +164,14 @@ def report(results: ResultFile, configs: list[harness.Config], out=sys.stdout) -
     return ratio_rows
 
 
-def _print_geomeans(results, configs, out) -> None:
-    combos = dict.fromkeys((c.mode, c.cc) for c in configs if c.mode != "goto")
+def _print_geomeans(results, configs, out, base: str = "goto") -> None:
+    combos = dict.fromkeys((c.mode, c.cc) for c in configs if c.mode != base)
     lines = []
     for mode, cc in combos:
         pairs = []
         for w in dict.fromkeys(c.workload for c in configs):
             k = f"dispatch/{Path(w).name}/{mode}/{cc}"
-            b = f"dispatch/{Path(w).name}/goto/{cc}"
+            b = f"dispatch/{Path(w).name}/{base}/{cc}"
             if k in results and b in results:
                 pairs.append((results.get(k).cycles_groups(), results.get(b).cycles_groups()))
         if len(pairs) > 1:
@@ -164,7 +179,7 @@ def _print_geomeans(results, configs, out) -> None:
             lines.append((f"{mode}/{cc}", f"{g:.3f}", f"[{lo:.3f}, {hi:.3f}]",
                           stats.verdict(g, lo, hi)))
     if lines:
-        print("\ngeometric mean over workloads, time vs the same compiler's goto:", file=out)
+        print(f"\ngeometric mean over workloads, time vs the same compiler's {base}:", file=out)
         print(table(lines, ["variant", "ratio", "95% CI", "verdict"], align="lrll"), file=out)
 
 

@@ -1,4 +1,4 @@
-"""`shimlab stencils list|show|test`: look at and check the PeachPy stencils."""
+"""`shimlab stencils list|show|test|compare`: look at, check and compare the stencils."""
 from __future__ import annotations
 
 import sys
@@ -18,12 +18,21 @@ def add_parsers(sub) -> None:
     test.add_argument("--trials", type=int, default=40)
     test.add_argument("--seed", type=int, default=0)
     test.add_argument("--cc", help="compiler for the harness (default: the best one found)")
+    test.add_argument("--source", choices=("peachpy", "clang"), default="peachpy",
+                      help="PeachPy stencils (jitstubs/) or ones compiled from isa.py's C by --cc")
     test.set_defaults(fn=cmd_test)
+    cmp_ = s.add_parser("compare", help="PeachPy against compiler-built stencils: code size "
+                        "and cycles per instruction in a traced loop, with intervals")
+    cmp_.add_argument("instruction", nargs="*", help="instructions (default: all with a unit)")
+    cmp_.add_argument("--cc", help="the clang that builds the stencils and the interpreter")
+    cmp_.add_argument("--quick", action="store_true", help="small loops, few runs")
+    cmp_.add_argument("--rounds", type=int, default=4, help="rounds of runs (default 4)")
+    cmp_.set_defaults(fn=cmd_compare)
 
 
-def _load():
+def _load(source: str = "peachpy", cc: str | None = None):
     from . import stencils
-    return stencils.load()
+    return stencils.load(source=source, cc=cc)
 
 
 def cmd_list(args) -> int:
@@ -57,17 +66,22 @@ def cmd_show(args) -> int:
     return 0
 
 
+def cmd_compare(args) -> int:
+    from . import compare
+    return compare.main(args)
+
+
 def cmd_test(args) -> int:
     from .. import isolate
     from . import stenciltest
-    names = args.name or list(_load())
+    names = args.name or list(_load(args.source, args.cc))
     for n in names:
         _get(n)
     bad = 0
     for n in names:
         try:
             failures = isolate.call(f"stencil {n}", stenciltest.run_stencil, n, args.trials,
-                                    args.seed, args.cc)
+                                    args.seed, args.cc, args.source)
         except isolate.Crash as e:
             failures = [str(e)]
         except Exception as e:      # a harness error is this stencil's failure, not a crash

@@ -38,6 +38,9 @@ class Context:
     handler_addrs: list[int] = field(default_factory=list)   # jit-direct-handler
     count: bool = False                  # a count build: keep per-opcode counts exact
     tallies: int | None = None           # --stats: address of this trace's counters
+    state: dict | None = None            # the interpreter's register contract (None: the static one)
+    source: str = "peachpy"              # instruction stencils: "peachpy" or "clang" (cstencils.py)
+    cc: str | None = None                # the compiler of clang stencils (the interpreter's)
 
 
 @dataclass
@@ -91,7 +94,7 @@ def slot_size(st: dict, count: bool, stats: bool) -> int:
 def compile_trace(trace: Trace, ctx: Context, base: int | None) -> Compiled:
     """Machine code for `trace` when it will run at address `base` (None: only
     its size is wanted)."""
-    st = stencil_store.load()
+    st = stencil_store.load(ctx.state, ctx.source, ctx.cc)
     if ctx.mode not in EXIT_STENCIL:
         raise CompileError(f"not a JIT mode: {ctx.mode}")
     # pass 1: the body's pieces and where each instruction starts.  Every
@@ -108,7 +111,7 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None) -> Compiled:
         first_piece.setdefault(t.pc, len(pieces))
         if ctx.count:
             pieces.append(("count", {"count": 8 * t.op}, None))
-        values = {"oparg": t.arg, "local": 8 * t.arg}
+        values = {"oparg": t.arg, "local": 8 * t.arg, "continue": "next"}
         if t.name == "LOAD_CONST":
             values["const"] = ctx.consts[t.arg]
         pieces.append((t.stencil, values, t))
@@ -155,6 +158,8 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None) -> Compiled:
             if h.kind in ("deopt", "branch", "loop"):
                 where, n = v
                 v = (n if where == "at" else body + slot * n) - (field_at + 4)
+            elif h.kind == "continue":         # the next stencil, laid right after this one
+                v = at + len(stencil.code) - (field_at + 4)
             elif h.kind == "handler":
                 v = 0 if base is None else v - (base + field_at + 4)
                 if not -(1 << 31) <= v < (1 << 31):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from .. import isa
+from .. import contract, isa
 from ..errors import ShimlabError
 from . import compile as jit_compile
 from .memory import CodeMemory
@@ -57,11 +57,14 @@ class Jit:
     def __init__(self, loaded, threshold: int = DEFAULT_THRESHOLD, stats: bool = False,
                  perf_map: bool = False, max_trace: int = MAX_TRACE,
                  max_trace_bytes: int = MAX_TRACE_BYTES, max_code_bytes: int = MAX_CODE_BYTES,
-                 stretches: tuple = (), record: bool = True, stencils: dict | None = None):
+                 stretches: tuple = (), record: bool = True, stencils: dict | None = None,
+                 source: str = "peachpy"):
         """stretches: (first pc, end pc) of straight-line code to compile as
         traces before the first run (benchmarks place their crossings so);
         record=False: never record hot loops; stencils: {"DUP": "DUP:mine"}
-        uses another stencil for an instruction (prototypes)."""
+        uses another stencil for an instruction (prototypes); source: where the
+        instruction stencils come from, "peachpy" (jitstubs/) or "clang"
+        (compiled from isa.py's C bodies by the interpreter's compiler)."""
         if threshold < 1:
             raise JitError("--jit-threshold must be at least 1")
         from ..vm import ffi, handler_addresses
@@ -75,6 +78,7 @@ class Jit:
         self.counters = f.new("int64_t[]", [threshold if record else NEVER] * n)
         self.stretches = list(stretches)
         self.overrides = dict(stencils or {})
+        self.source = source
         names = {ins.name for ins in isa.INSTRUCTIONS}
         self.traceable = f.new("uint8_t[]", [1 if ins.name in TRACEABLE else 0
                                              for ins in isa.INSTRUCTIONS] + [0])
@@ -88,6 +92,9 @@ class Jit:
         vm.rec_buf, vm.rec_cap = self.rec, cap
         vm.pin_code = 1
         self.handlers = handler_addresses(loaded.build)
+        # the stencils' registers are those the interpreter's compiler passes
+        # preserve_none arguments in, read from that compiler (contract.derive)
+        self.state = contract.state_of(loaded.build.compiler.name)
         self.table = None
         self.slots_used = 0
         if self.mode == "jit-table":
@@ -169,7 +176,9 @@ class Jit:
         info = TraceInfo(len(self.stats.traces), trace.start, len(trace.ops), 0, trace.closed,
                          trace.why_end, [])
         ctx = jit_compile.Context(self.mode, code_base, self.loaded.program.consts, self.code,
-                                  self.handlers, count=self.loaded.build.count)
+                                  self.handlers, count=self.loaded.build.count,
+                                  state=self.state, source=self.source,
+                                  cc=self.loaded.build.compiler.name)
         if self.want_stats:
             nexits = 1 + 2 * len(trace.ops)         # an upper bound: one slot per guard
             info.tallies = f.new("int64_t[]", 1 + nexits)

@@ -7,6 +7,7 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
+from .. import contract
 from ..build import ROOT, cache_root
 from ..errors import ShimlabError
 
@@ -27,17 +28,36 @@ def _jitstubs():
     return jitstubs.build
 
 
-def artifact_path() -> Path:
-    return cache_root() / "stencils.json"
+def artifact_path(state: dict | None = None) -> Path:
+    k = contract.key(state or contract.STATE)
+    return cache_root() / (f"stencils-{k}.json" if k else "stencils.json")
+
+
+SOURCES = ("peachpy", "clang")
+
+
+def load(state: dict | None = None, source: str = "peachpy", cc: str | None = None) -> dict:
+    """name -> jitstubs.asm.Stencil (with .disassembly), current with its
+    sources, written against the register assignment `state` (default: the
+    static contract; contract.state_of(cc) for a compiler's own).  With
+    source "clang" the instruction stencils are compiled from C by `cc`
+    (jit/cstencils.py) and the exits and counters stay PeachPy's."""
+    peachpy = _load(tuple((state or contract.STATE).items()))
+    if source == "peachpy":
+        return peachpy
+    if source != "clang":
+        raise StencilError(f"unknown stencil source {source!r} (choose from {', '.join(SOURCES)})")
+    from . import cstencils
+    return {**peachpy, **cstencils.load(cc)}
 
 
 @lru_cache(maxsize=None)
-def load() -> dict:
-    """name -> jitstubs.asm.Stencil (with .disassembly), current with its sources."""
+def _load(items: tuple) -> dict:
+    state = dict(items)
     build = _jitstubs()
     from jitstubs.asm import AsmError, Stencil
-    path = artifact_path()
-    want = build.input_hash()
+    path = artifact_path(state)
+    want = build.input_hash(state)
     data = None
     if path.exists():
         try:
@@ -46,7 +66,7 @@ def load() -> dict:
             data = None
     if not data or data.get("hash") != want:
         try:
-            data = build.write(path)
+            data = build.write(path, state)
         except AsmError as e:
             raise StencilError(f"stencil build failed: {e}") from None
     return {name: Stencil.from_json(d) for name, d in data["stencils"].items()}

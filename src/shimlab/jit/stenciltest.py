@@ -111,15 +111,17 @@ def _oracle(case: Case, consts, stack, tape, head, inp, exits: set[int]):
     return s
 
 
-def run_stencil(name: str, trials: int = 40, seed: int = 0, cc: str | None = None) -> list[str]:
+def run_stencil(name: str, trials: int = 40, seed: int = 0, cc: str | None = None,
+                source: str = "peachpy") -> list[str]:
     """Failures (empty when the stencil agrees with the oracle on every trial)."""
-    from .. import build, vm as vm_mod
-    st = stencil_store.load()
+    from .. import build, contract, vm as vm_mod
+    b = build.build("jit-shim", cc)
+    state = contract.state_of(b.compiler.name)
+    st = stencil_store.load(state, source, b.compiler.name)
     if name not in st:
         raise jit_compile.CompileError(f"no stencil named {name}")
     if name.startswith(("exit:", "count", "uncount", "tally")):
         return []          # exercised by every other stencil's trace (exit) and count builds
-    b = build.build("jit-shim", cc)
     f = vm_mod.ffi()
     rng = random.Random(seed)
     failures = []
@@ -142,7 +144,8 @@ def run_stencil(name: str, trials: int = 40, seed: int = 0, cc: str | None = Non
             v.head = v.tape + head
             code_addr = int(f.cast("uintptr_t", v.code))
             trace = Trace(case.ops[0].pc, case.ops, case.closed, case.end_pc)
-            ctx = jit_compile.Context("jit-shim", code_addr, consts, case.code)
+            ctx = jit_compile.Context("jit-shim", code_addr, consts, case.code, state=state,
+                                      source=source, cc=b.compiler.name)
             compiled = []
 
             def fill(addr):

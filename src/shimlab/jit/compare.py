@@ -1,0 +1,171 @@
+"""`shimlab stencils compare`: PeachPy stencils against compiler-built ones, per instruction.
+
+For each instruction a loop repeats a small stack-neutral unit that contains
+it; the JIT traces the loop from one stencil source or the other and the
+cycles of one unit are the run's cycles, less those of the bare loop, over
+the units run.  Code size is the instruction's stencil, as laid in a trace.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+from .. import isa
+from ..bytecode import Assembler, Function
+from ..frontend.verify import verify
+from . import stencils as stencil_store
+from .trace import TRACEABLE
+
+SOURCES = ("peachpy", "clang")
+BINOPS = ("ADD", "SUB", "MUL", "FLOORDIV", "MOD", "LSHIFT", "RSHIFT", "AND", "OR", "XOR",
+          "LT", "LE", "EQ", "NE", "GT", "GE")
+# Output and input would measure the buffer, not the stencil.
+SKIP = ("CELL_OUT", "CELL_IN", "PRINT_BYTE")
+
+
+def unit(name: str) -> list[tuple[str, int]]:
+    """A stack-neutral sequence that runs `name` once (locals 1 and 2 hold 7 and 3).
+    Conditional jumps jump by one, so both ways lead on."""
+    if name in BINOPS:
+        return [("LOAD_LOCAL", 1), ("LOAD_LOCAL", 2), (name, 0), ("STORE_LOCAL", 3)]
+    if name in ("NEG", "INVERT", "NOT"):
+        return [("LOAD_LOCAL", 1), (name, 0), ("STORE_LOCAL", 3)]
+    if name in ("JUMP_IF_FALSE", "JUMP_IF_TRUE"):
+        return [("LOAD_LOCAL", 1), (name, 1)]
+    return {"NOP": [("NOP", 0)], "LOAD_INT": [("LOAD_INT", 5), ("POP", 0)],
+            "LOAD_CONST": [("LOAD_CONST", 0), ("POP", 0)],
+            "LOAD_LOCAL": [("LOAD_LOCAL", 1), ("POP", 0)],
+            "STORE_LOCAL": [("LOAD_LOCAL", 1), ("STORE_LOCAL", 3)],
+            "POP": [("LOAD_LOCAL", 1), ("POP", 0)],
+            "DUP": [("LOAD_LOCAL", 1), ("DUP", 0), ("POP", 0), ("POP", 0)],
+            "JUMP": [("JUMP", 1)], "CELL_ADD": [("CELL_ADD", 1)], "CELL_ZERO": [("CELL_ZERO", 0)],
+            "MOVE": [("MOVE", 1), ("MOVE", -1)],
+            "JUMP_IF_CELL_ZERO": [("JUMP_IF_CELL_ZERO", 1)]}.get(name, [])
+
+
+def instructions() -> list[str]:
+    """The instructions compared: those with a stencil and a unit."""
+    return [ins.name for ins in isa.INSTRUCTIONS
+            if ins.name in TRACEABLE and ins.name not in SKIP and unit(ins.name)]
+
+
+def program(name: str | None, units: int, n: int):
+    """while i < n: <units x unit(name)>; i += 1 -- the loop the JIT traces."""
+    a = Assembler(f"compare-{name}", "bytecode")
+    a.program.consts = [1 << 40]
+    for slot, value in ((1, 7), (2, 3)):
+        a.emit("LOAD_INT", value)
+        a.emit("STORE_LOCAL", slot)
+    top, done = a.label(), a.label()
+    a.bind(top)
+    a.emit("LOAD_LOCAL", 0)
+    a.emit("LOAD_INT", n)
+    a.emit("LT")
+    a.emit("JUMP_IF_FALSE", done)
+    for _ in range(units if name else 0):
+        for op, arg in unit(name):
+            a.emit(op, arg)
+    for op, arg in (("LOAD_LOCAL", 0), ("LOAD_INT", 1), ("ADD", 0), ("STORE_LOCAL", 0)):
+        a.emit(op, arg)
+    back = a.pc
+    a.emit("LOOP", top.pc - back)
+    a.bind(done)
+    a.emit("HALT")
+    prog = a.finish()
+    prog.functions = [Function("main", 0, 0, 4, ["i", "a", "b", "c"], 8)]
+    return verify(prog)
+
+
+def measure(names: list[str], cc: str | None, units: int, n: int, rounds: int,
+            samples: int) -> dict:
+    """{(source, name or None): [cycles of each run]}, rounds interleaving
+    the sources and instructions (run in a child process)."""
+    from .. import build, vm
+    b = build.build("jit-direct", cc)
+    progs = {nm: program(nm, units, n) for nm in [None] + names}
+    out: dict = {}
+    for r in range(rounds):
+        order = [(s, nm) for nm in progs for s in SOURCES]
+        if r % 2:
+            order.reverse()
+        for source, nm in order:
+            with vm.Loaded(b, progs[nm], jit={"threshold": 1, "source": source}) as loaded:
+                cycles, _ = loaded.bench(2, samples)
+                traces = len(loaded.jit.stats.traces)
+            if traces != 1:
+                raise RuntimeError(f"{nm}: expected one trace, got {traces}")
+            out.setdefault((source, nm), []).extend(cycles)
+    return out
+
+
+def _pinned(*args) -> dict:
+    """measure() pinned to one CPU (in the child process that runs it)."""
+    try:
+        os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
+    except (AttributeError, OSError):
+        pass
+    return measure(*args)
+
+
+def per_unit(runs: np.ndarray, bare: np.ndarray, scale: int, rng, n_boot=2000):
+    """Median cycles of a unit and a bootstrap 95% interval (both run sets resampled)."""
+    point = (np.median(runs) - np.median(bare)) / scale
+    reps = np.array([(np.median(rng.choice(runs, runs.size)) -
+                      np.median(rng.choice(bare, bare.size))) / scale for _ in range(n_boot)])
+    return point, reps
+
+
+def report(data: dict, names: list[str], cc: str, units: int, n: int, out=sys.stdout) -> list:
+    from ..bench.stats import verdict
+    from ..bench.table import table
+    from .. import contract
+    rng = np.random.default_rng(0)
+    st = {s: stencil_store.load(contract.state_of(cc), s, cc) for s in SOURCES}
+    rows, result = [], []
+    for nm in names:
+        cols, reps = {}, {}
+        for s in SOURCES:
+            cols[s], reps[s] = per_unit(np.asarray(data[(s, nm)], float),
+                                        np.asarray(data[(s, None)], float), n * units, rng)
+        ratio_reps = reps["clang"] / reps["peachpy"]
+        ratio = cols["clang"] / cols["peachpy"] if cols["peachpy"] else float("nan")
+        lo, hi = np.quantile(ratio_reps, [0.025, 0.975])
+        size = {s: _stencil_size(st[s], nm) for s in SOURCES}
+        ci = {s: np.quantile(reps[s], [0.025, 0.975]) for s in SOURCES}
+        rows.append((nm, " ".join(op for op, _ in unit(nm)), size["peachpy"], size["clang"],
+                     f"{cols['peachpy']:.2f} [{ci['peachpy'][0]:.2f}, {ci['peachpy'][1]:.2f}]",
+                     f"{cols['clang']:.2f} [{ci['clang'][0]:.2f}, {ci['clang'][1]:.2f}]",
+                     f"{ratio:.2f} [{lo:.2f}, {hi:.2f}]", verdict(ratio, lo, hi)))
+        result.append({"instruction": nm, "bytes": size, "cycles": cols, "ratio": ratio,
+                       "lo": float(lo), "hi": float(hi)})
+    print(table(rows, ["instruction", "unit", "bytes PeachPy", "bytes clang",
+                       "cycles/unit PeachPy [95% CI]", f"cycles/unit {cc} [95% CI]",
+                       "clang/PeachPy [95% CI]", "verdict"], align="llrrllll"), file=out)
+    print(f"cycles/unit: TSC cycles of one unit in a traced loop ({units} units an iteration, "
+          f"{n} iterations), less the bare loop's, median over runs; bytes: the "
+          "instruction's stencil (a compiler stencil's final jump to its continuation "
+          "removed); verdict: is the compiler-built stencil faster or slower.", file=out)
+    return result
+
+
+def _stencil_size(st: dict, name: str) -> str:
+    sizes = [f"{len(s.code)}" for k, s in st.items() if k.split(":")[0] == name]
+    return "/".join(sizes)
+
+
+def main(args) -> int:
+    from .. import isolate, toolchain
+    cc = toolchain.get_compiler(args.cc, need={"preserve_none", "musttail"}).name
+    names = args.instruction or instructions()
+    bad = [nm for nm in names if nm not in instructions()]
+    if bad:
+        from ..errors import ShimlabError
+        raise ShimlabError(f"cannot compare {', '.join(bad)} (choose from "
+                           f"{', '.join(instructions())})")
+    n, units = (200, 16) if args.quick else (2000, 32)
+    rounds, samples = (2, 5) if args.quick else (args.rounds, 15)
+    data = isolate.call("stencils compare", _pinned, names, cc, units, n, rounds, samples)
+    report(data, names, cc, units, n)
+    return 0

@@ -1,0 +1,70 @@
+"""The register contract read from each compiler, and stencils that follow it."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import ROOT
+from shimlab import contract, toolchain
+from shimlab.contract_probe import parse
+
+PRESERVE_NONE = [cc.name for cc in toolchain.find_compilers() if cc.supports("preserve_none")]
+
+
+@pytest.mark.skipif(not PRESERVE_NONE, reason="no compiler here has preserve_none")
+@pytest.mark.parametrize("cc", PRESERVE_NONE)
+def test_derived_order_is_the_documented_one(cc):
+    assert contract.derive(cc) == contract.PRESERVE_NONE_ARGS
+    assert contract.state_of(cc) == contract.STATE
+
+
+def test_parse_reads_registers_by_relocation_not_position():
+    listing = "\n".join(
+        f"  {i:x}:\tmov    %{reg},0x0(%rip)\n\t\t\t{i + 3:x}: R_X86_64_PC32\tsl_probe_arg{n}-0x4"
+        for i, (n, reg) in enumerate(reversed(list(enumerate(contract.PRESERVE_NONE_ARGS)))))
+    assert parse(listing) == contract.PRESERVE_NONE_ARGS
+    with pytest.raises(contract.ContractError, match="argument"):
+        parse(listing.split("\n", 2)[2])
+
+
+def test_a_contract_on_the_stencils_scratch_registers_is_refused():
+    c_order = ("rdi", "rsi", "rdx", "rcx", "r8", "r9", "r12", "r13", "r14", "r15", "r11", "rax")
+    with pytest.raises(contract.ContractError, match="fp in rdx"):
+        contract.state_for(c_order)
+
+
+def _rename(text: str, mapping: dict[str, str]) -> str:
+    regs = sorted(mapping, key=len, reverse=True)
+    return re.sub(r"\b(" + "|".join(regs) + r")\b", lambda m: mapping[m.group(1)], text)
+
+
+def _text(listing: str) -> str:
+    """The instructions alone: no addresses, bytes, jump targets, hole offsets, or the +0x0
+    that r13 and rbp-based addresses need in their encoding."""
+    listing = re.sub(r"^\s*[0-9a-f]+:\s+([0-9a-f]{2} )+\s*", "", listing, flags=re.M)
+    listing = re.sub(r"^(j\w+\s+)0x[0-9a-f]+", r"\1<target>", listing, flags=re.M)
+    return re.sub(r"@\d+", "", listing.replace("+0x0]", "]"))
+
+
+def test_another_order_yields_the_same_stencils_in_other_registers():
+    """Every stencil built for a permuted order is the default one with the
+    state registers renamed (compared on the disassembly)."""
+    import sys
+    sys.path.insert(0, str(ROOT))
+    from jitstubs import build
+    fake_order = ("r15", "r14", "r11", "r12", "rsi", "rdi", "r13")
+    fake = contract.state_for(fake_order)
+    assert fake != contract.STATE
+    default = build.build_all(contract.STATE)["stencils"]
+    other = build.build_all(fake)["stencils"]
+    assert build.load_families() is not None     # back to the default for later tests
+    rename = {contract.STATE[k]: fake[k] for k in contract.STATE}
+    assert set(default) == set(other)
+    changed = 0
+    for name, d in default.items():
+        want = _rename(_text(d["disassembly"]), rename)
+        got = _text(other[name]["disassembly"])
+        assert got == want, name
+        changed += d["code"] != other[name]["code"]
+    assert changed > len(default) // 2

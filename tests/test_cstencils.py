@@ -1,0 +1,53 @@
+"""Compiler-built stencils: extracted with their holes, held to the oracle,
+and usable for whole programs; `stencils compare` measures both sources."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import EXAMPLES
+from shimlab import build, reference, toolchain, vm
+from shimlab.frontend import load_program
+
+CLANGS = [cc.name for cc in toolchain.find_compilers()
+          if cc.family == "clang" and cc.can_build("jit-direct")]
+pytestmark = pytest.mark.skipif(not CLANGS, reason="no clang here builds the JIT modes")
+
+
+@pytest.mark.parametrize("cc", CLANGS)
+def test_every_clang_stencil_agrees_with_the_oracle(cc):
+    from shimlab.jit import cstencils, stenciltest
+    names = list(cstencils.load(cc))
+    assert len(names) >= 40
+    failures = {n: f for n in names
+                if (f := stenciltest.run_stencil(n, 8, 1, cc, "clang"))}
+    assert not failures
+
+
+def test_the_final_jump_to_the_continuation_is_dropped():
+    from shimlab.jit import cstencils
+    st = cstencils.load(CLANGS[0])
+    assert [h.kind for h in st["LOAD_INT"].holes] == ["oparg"]
+    assert st["JUMP"].code == b""
+    for s in st.values():
+        assert not (s.holes and s.holes[-1].kind == "continue"
+                    and s.holes[-1].offset == len(s.code) - 4), s.name
+
+
+@pytest.mark.parametrize("path", ["bf/squares.bf", "minipy/gcd_lcm.py"])
+def test_programs_run_on_clang_stencils(path):
+    program = load_program(EXAMPLES / path)
+    want = reference.run(program, b"")
+    b = build.build("jit-direct", CLANGS[0], count=True)
+    with vm.Loaded(b, program, jit={"threshold": 2, "source": "clang"}) as loaded:
+        got = loaded.run()
+        assert loaded.jit.stats.traces
+    assert (got.output, got.status, got.counts) == (want.output, want.status, want.counts)
+
+
+def test_compare_reports_each_instruction(capsys):
+    from shimlab.jit import compare
+    assert "ADD" in compare.instructions() and "CELL_OUT" not in compare.instructions()
+    data = compare.measure(["ADD", "MOVE"], CLANGS[0], units=2, n=20, rounds=1, samples=3)
+    rows = compare.report(data, ["ADD", "MOVE"], CLANGS[0], 2, 20)
+    assert [r["instruction"] for r in rows] == ["ADD", "MOVE"]
+    assert "clang/PeachPy" in capsys.readouterr().out
