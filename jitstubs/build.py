@@ -29,7 +29,8 @@ def families() -> list[str]:
 
 def input_hash(state: dict | None = None) -> str:
     """Hash of the stencil sources, the VM layout and the register contract."""
-    h = hashlib.sha256(json.dumps(state or {}, sort_keys=True).encode())
+    from shimlab import contract
+    h = hashlib.sha256(json.dumps(state or contract.STATE, sort_keys=True).encode())
     paths = sorted(Path(__file__).parent.glob("*.py")) + [
         ROOT / "csrc" / "vm.h", ROOT / "src" / "shimlab" / "contract.py"]
     for p in paths:

@@ -64,12 +64,15 @@ def _load(items: tuple) -> dict:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
             data = None
-    if not data or data.get("hash") != want:
+    if not isinstance(data, dict) or data.get("hash") != want:
         try:
             data = build.write(path, state)
         except AsmError as e:
             raise StencilError(f"stencil build failed: {e}") from None
     return {name: Stencil.from_json(d) for name, d in data["stencils"].items()}
+
+
+load.cache_clear = _load.cache_clear      # forget loaded artifacts (tests, a changed build dir)
 
 
 def placeholders() -> dict[str, int]:
