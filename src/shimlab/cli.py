@@ -1,7 +1,8 @@
 """The `shimlab` command: run, dis, doctor, bench, compare.
 
 Every failure the user can cause is a ShimlabError printed as one line on
-stderr with exit status 1; a crashing interpreter is exit status 2.
+stderr with exit status 1; a crashing interpreter is exit status 2, one that
+--timeout stopped exit status 3.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import os
 import sys
 
 from .errors import ShimlabError
-from .isolate import Crash
+from .isolate import Crash, Timeout
 
 MODES = ("switch", "goto", "goto-merged", "tailcall", "reference")
 
@@ -46,17 +47,30 @@ def cmd_run(args) -> int:
     from . import build, isolate, reference, vm
     from .frontend import load_program
 
+    # --isolate: the run happens in a forked child, so a fault or a timeout
+    # is reported and never takes shimlab down; on by default for native
+    # modes, and needed by --timeout (stopping a run means killing it)
+    isolated = args.isolate
+    if isolated is None:
+        isolated = args.mode != "reference" or args.timeout is not None
+    if args.timeout is not None and args.timeout <= 0:
+        raise ShimlabError(f"--timeout {args.timeout:g}: needs a positive number of seconds")
+    if args.timeout is not None and not isolated:
+        raise ShimlabError("--timeout needs --isolate (a run is stopped by killing its child)")
     program = load_program(args.file)
     data = _read_input(args.input)
     if args.mode == "reference":
-        result = reference.run(program, data)
+        what = f"the reference interpreter running {args.file}"
+
+        def child():
+            return reference.run(program, data)
     else:
         b = build.build(args.mode, args.cc, count=args.count)
+        what = f"the {args.mode} interpreter ({b.compiler.name}) running {args.file}"
 
         def child():
             return vm.run(b, program, data)
-        what = f"the {args.mode} interpreter ({b.compiler.name}) running {args.file}"
-        result = isolate.call(what, child)
+    result = isolate.call(what, child, timeout=args.timeout) if isolated else child()
     sys.stdout.buffer.write(result.output)
     sys.stdout.buffer.flush()
     if args.count:
@@ -101,6 +115,11 @@ def parser() -> argparse.ArgumentParser:
                    "default: stdin when it is not a terminal)")
     p.add_argument("--count", action="store_true",
                    help="print how many VM instructions ran, by opcode, on stderr")
+    p.add_argument("--isolate", action=argparse.BooleanOptionalAction, default=None,
+                   help="run in a child process, so a crash is reported, not fatal "
+                        "(default: on for native modes and with --timeout)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="stop the run after SECONDS (exit status 3)")
     p.set_defaults(fn=cmd_run)
 
     p = sub.add_parser("dis", help="print a program's bytecode, or with --native an "
@@ -130,7 +149,7 @@ def main(argv=None) -> int:
         return args.fn(args)
     except ShimlabError as e:
         print(f"shimlab: {e}", file=sys.stderr)
-        return 2 if isinstance(e, Crash) else 1
+        return 3 if isinstance(e, Timeout) else 2 if isinstance(e, Crash) else 1
     except KeyboardInterrupt:
         print("shimlab: interrupted", file=sys.stderr)
         return 130
