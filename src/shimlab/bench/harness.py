@@ -113,8 +113,10 @@ def run_worker(job: dict, timeout: float) -> dict:
         proc = subprocess.run([sys.executable, "-m", "shimlab.bench.worker"],
                               input=json.dumps(job), capture_output=True, text=True,
                               timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        raise RunError(f"worker timed out after {timeout:.0f} s") from None
+    except subprocess.TimeoutExpired:   # subprocess.run has killed the worker
+        raise RunError(f"the {job['mode']} interpreter ({job['cc']}) running "
+                       f"{Path(job['program']).name} did not finish within the {timeout:g} s "
+                       f"per-worker timeout; stopped it") from None
     if proc.returncode < 0:
         try:
             name = signal.Signals(-proc.returncode).name
@@ -134,14 +136,16 @@ def run_worker(job: dict, timeout: float) -> dict:
     return out
 
 
-def vm_instruction_count(config: Config) -> int:
+def vm_instruction_count(config: Config, timeout: float | None = None) -> int:
     """VM instructions one run executes (the same in every mode; tested)."""
     from .. import isolate, vm
     from ..frontend import load_program
     program = load_program(config.workload)
     data = Path(config.input).read_bytes() if config.input else b""
     b = build_mod.build("switch", None, count=True)
-    result = isolate.call(f"counting {config.workload_name}", vm.run, b, program, data)
+    result = isolate.call(f"the switch interpreter ({b.compiler.name}) counting the "
+                          f"instructions of {config.workload_name}", vm.run, b, program, data,
+                          timeout=timeout)
     if result.status:
         raise RunError(vm.describe_error(program, result))
     return result.instructions
@@ -153,15 +157,22 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
     # Build everything first: workers must never compile inside a round.
     for c in configs:
         build_mod.build(c.mode, c.cc, c.flags)
-    vm_counts = {}
+    # A workload that crashes or never ends fails its configurations here,
+    # with the same per-worker timeout; the other workloads still run.
+    vm_counts: dict[str, int | str] = {}
     for c in configs:
         if c.workload not in vm_counts:
-            vm_counts[c.workload] = vm_instruction_count(c)
+            try:
+                vm_counts[c.workload] = vm_instruction_count(c, opts.timeout)
+            except RunError as e:
+                vm_counts[c.workload] = str(e)
+        if isinstance(vm_counts[c.workload], str):
+            outcome.failures[c.key] = vm_counts[c.workload]
     exact: dict[str, int] = {}
     use_perf = opts.count_instructions and counters.hardware_counters()[0]
     if opts.count_instructions and not use_perf:
         for c in configs:
-            if results.runs_done(c.key) < opts.processes:
+            if results.runs_done(c.key) < opts.processes and c.key not in outcome.failures:
                 exact[c.key] = counters.callgrind_instructions(c.job(0, 1, None))
 
     progress = Progress(None, "bench", stream=io.StringIO() if opts.quiet else None)
