@@ -31,6 +31,16 @@ BASE_FLAGS = ("-std=gnu11", "-fPIC", "-shared", "-gdwarf-4", "-Wall", "-Wno-unus
 # told not to: the goto-merged variant asks it not to.  clang gets the same
 # effect from the asm goto in the generated source.
 MODE_FLAGS = {("goto-merged", "gcc"): ("--param=max-goto-duplication-insns=0",)}
+# Sanitizer builds (make test-sanitize): ASan and UBSan, every report fatal,
+# frame pointers for readable stacks.  Loading one needs the compiler's
+# runtime preloaded (see sanitize.py).  SHIMLAB_SANITIZE=1 makes every build
+# a sanitizer build, so the same tests run either way.
+SANITIZE_FLAGS = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                  "-fno-omit-frame-pointer")
+
+
+def sanitize_requested() -> bool:
+    return os.environ.get("SHIMLAB_SANITIZE", "") not in ("", "0")
 
 
 def cache_root() -> Path:
@@ -45,15 +55,18 @@ class Build:
     count: bool
     path: Path           # the shared object
     key: str
+    sanitize: bool = False
 
     @property
     def command_flags(self) -> tuple[str, ...]:
-        return self.flags + MODE_FLAGS.get((self.mode, self.compiler.family), ())
+        return (self.flags + MODE_FLAGS.get((self.mode, self.compiler.family), ())
+                + (SANITIZE_FLAGS if self.sanitize else ()))
 
     def describe(self) -> dict:
         return {"mode": self.mode, "compiler": self.compiler.name,
                 "compiler_version": self.compiler.version,
-                "flags": " ".join(self.command_flags), "count": self.count, "key": self.key}
+                "flags": " ".join(self.command_flags), "count": self.count,
+                "sanitize": self.sanitize, "key": self.key}
 
 
 def _sources(mode: str) -> dict[str, str]:
@@ -66,23 +79,27 @@ def _sources(mode: str) -> dict[str, str]:
 
 
 def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAULT_FLAGS,
-          count: bool = False) -> Build:
+          count: bool = False, sanitize: bool | None = None) -> Build:
+    """The cached build; sanitize=None follows SHIMLAB_SANITIZE."""
     if mode not in cases.VARIANTS:
         raise BuildError(f"unknown mode {mode!r} (choose from {', '.join(cases.VARIANTS)})")
     cc = toolchain.get_compiler(compiler, need=set(toolchain.MODE_FEATURES[mode]))
     flags = tuple(flags)
     extra = MODE_FLAGS.get((mode, cc.family), ())
     defines = ("-DSL_COUNT_OPS",) if count else ()
+    sanitize = sanitize_requested() if sanitize is None else bool(sanitize)
+    san = SANITIZE_FLAGS if sanitize else ()
     sources = _sources(mode)
     h = hashlib.sha256()
     for part in (json.dumps(sources, sort_keys=True), cc.path, cc.version, mode,
-                 " ".join(BASE_FLAGS + flags + extra + defines)):
+                 " ".join(BASE_FLAGS + flags + extra + san + defines)):
         h.update(part.encode())
         h.update(b"\0")
     key = h.hexdigest()[:16]
-    out_dir = cache_root() / "interp" / f"{mode}-{cc.name}-{'count-' if count else ''}{key}"
+    tags = ("count-" if count else "") + ("asan-" if sanitize else "")
+    out_dir = cache_root() / "interp" / f"{mode}-{cc.name}-{tags}{key}"
     so = out_dir / "libshimlab.so"
-    result = Build(mode, cc, flags, count, so, key)
+    result = Build(mode, cc, flags, count, so, key, sanitize)
     if so.exists():
         return result
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -91,7 +108,7 @@ def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAU
         for name, text in sources.items():
             (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             (tmp / name).write_text(text)
-        cmd = [cc.path, *BASE_FLAGS, *flags, *extra, *defines, "-I", str(tmp),
+        cmd = [cc.path, *BASE_FLAGS, *flags, *extra, *san, *defines, "-I", str(tmp),
                str(tmp / "driver.c"), str(tmp / "generated" / f"cases_{cases.c_name(mode)}.c"),
                "-o", str(tmp / "libshimlab.so")]
         proc = subprocess.run(cmd, capture_output=True, text=True)
