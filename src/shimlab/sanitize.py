@@ -116,12 +116,22 @@ def main(argv=None) -> int:
         old.unlink()
     print(f"sanitize: {cc.name}, LD_PRELOAD={env['LD_PRELOAD']}", file=sys.stderr, flush=True)
     rc = subprocess.run(cmd, env=env).returncode
-    reports = sorted(REPORT_DIR.glob("*san.*"))
-    for r in reports:
-        print(f"\n==== sanitizer report {r} ====\n{r.read_text(errors='replace')}",
-              file=sys.stderr)
-    if reports and rc == 0:
-        rc = 1
+    reports = sorted(REPORT_DIR.glob("*san.*"), key=lambda p: p.stat().st_mtime)
+    if reports:
+        # a shrinking fuzzer writes one report per attempt: the first in
+        # full, then each distinct summary line once
+        print(f"\n==== sanitizer report {reports[0]} ====\n"
+              f"{reports[0].read_text(errors='replace')}", file=sys.stderr)
+        summaries: dict[str, int] = {}
+        for r in reports:
+            for line in r.read_text(errors="replace").splitlines():
+                if line.startswith("SUMMARY:"):
+                    summaries[line] = summaries.get(line, 0) + 1
+        print(f"==== {len(reports)} sanitizer reports in {REPORT_DIR}:", file=sys.stderr)
+        for line, n in summaries.items():
+            print(f"  {n} x {line}", file=sys.stderr)
+        if rc == 0:
+            rc = 1
     return rc
 
 
