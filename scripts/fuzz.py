@@ -1,9 +1,9 @@
 """Runs the differential properties of tests/test_differential.py for as long
 as asked: `make fuzz FUZZ_SECONDS=600` (or `python scripts/fuzz.py --seconds 600`).
 
-Rounds of a few hundred examples per kind of program (BF, minipy, raw
-bytecode), each round a fresh hypothesis run with new random choices, until
-the time is up.  A failure stops the run; the shrunk case is already saved in
+Rounds of up to a few hundred examples per kind of program (BF, minipy, raw
+bytecode), each round a fresh hypothesis run with new random choices and
+sized to the time left, until the time is up.  A failure stops the run; the shrunk case is already saved in
 tests/regression/ (by tests/differential.py) for `make test` to replay.
 """
 from __future__ import annotations
@@ -34,12 +34,19 @@ def main(argv=None) -> int:
           f"({', '.join(f'{m}/{c}' for m, c in configs)}) for {args.seconds:g} s", flush=True)
     start = time.monotonic()
     examples, rounds = {k: 0 for k in kinds}, 0
-    while time.monotonic() - start < args.seconds:
+    per_example = {k: None for k in kinds}     # seconds, measured as we go
+    while args.seconds - (time.monotonic() - start) > 1.0:   # not worth a round below that
         rounds += 1
-        for kind in kinds:
-            if time.monotonic() - start >= args.seconds:
+        for i, kind in enumerate(kinds):
+            left = args.seconds - (time.monotonic() - start)
+            if left <= 1.0:
                 break
-            test = differential.property_test(kind, max_examples=args.round)
+            # a small first round measures the pace; later rounds are sized
+            # to end near the deadline, shared with the kinds still to come
+            share = left / (len(kinds) - i) if rounds == 1 else left / len(kinds)
+            n = 20 if per_example[kind] is None else \
+                max(1, min(args.round, int(share / per_example[kind])))
+            test = differential.property_test(kind, max_examples=n)
             t0 = time.monotonic()
             try:
                 test()
@@ -50,9 +57,10 @@ def main(argv=None) -> int:
                 print(f"fuzz: the shrunk case is in {differential.regression_dir()}",
                       file=sys.stderr)
                 raise
-            examples[kind] += args.round
-            print(f"fuzz: round {rounds} {kind}: {args.round} examples in "
-                  f"{time.monotonic() - t0:.1f} s", flush=True)
+            took = time.monotonic() - t0
+            per_example[kind] = took / n
+            examples[kind] += n
+            print(f"fuzz: round {rounds} {kind}: {n} examples in {took:.1f} s", flush=True)
     total = ", ".join(f"{k} {n}" for k, n in examples.items())
     print(f"fuzz: no difference found in {time.monotonic() - start:.0f} s ({total} examples)")
     return 0
