@@ -73,6 +73,8 @@ def _check_operands(program: Program, index: int, start: int, end: int) -> None:
         if _PLAIN[op] and pc != end - 1:
             continue
         kind = ins.operand
+        if kind is Operand.FORWARD and arg > 0 and pc + arg < end and pc != end - 1:
+            continue      # a jump in range, not the last instruction: nothing more to check
         if kind is Operand.CONST and not 0 <= arg < len(program.consts):
             raise _fail(program, pc, f"{ins.name}: constant {arg} out of range")
         if kind is Operand.LOCAL and not 0 <= arg < f.nlocals:
@@ -121,14 +123,19 @@ def _stack_depths(program: Program, index: int, start: int, end: int) -> int:
             raise _fail(program, pc, f"RETURN with stack depth {d} (must be 1)")
         if flow is Flow.HALT and d != 0:
             raise _fail(program, pc, f"HALT with stack depth {d} (must be 0)")
-        for s, taken in ((pc + 1, _FALLS[op]), (pc + arg, _JUMPS[op])):
-            if not taken:
-                continue
-            known = depth[s - start]
-            if known is None:
-                depth[s - start] = after
-                work.append(s)
-            elif known != after:
-                raise _fail(program, s, f"stack depth {known} or {after} depending on "
-                            f"the path (from pc {pc})")
+        if _FALLS[op]:
+            _merge(program, depth, work, start, pc, pc + 1, after)
+        if _JUMPS[op]:
+            _merge(program, depth, work, start, pc, pc + arg, after)
     return deepest
+
+
+def _merge(program, depth, work, start, pc, succ, after) -> None:
+    """Record depth `after` at succ, or check it against the one recorded."""
+    known = depth[succ - start]
+    if known is None:
+        depth[succ - start] = after
+        work.append(succ)
+    elif known != after:
+        raise _fail(program, succ, f"stack depth {known} or {after} depending on "
+                    f"the path (from pc {pc})")
