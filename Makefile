@@ -31,7 +31,7 @@ SANITIZE_SKIP  ?= heavy or round_trips
 test-sanitize: setup
 	@set -e; for cc in $(SANITIZE_CCS); do \
 	  echo "== sanitizers: $$cc"; \
-	  $(PY) -m shimlab.sanitize --cc $$cc -- \
+	  $(PY) -m shimlab.sanitize --if-present --cc $$cc -- \
 	    $(PY) -m pytest -q -p no:cacheprovider -k "not ($(SANITIZE_SKIP))" $(SANITIZE_TESTS); \
 	done
 

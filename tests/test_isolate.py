@@ -133,6 +133,18 @@ def test_a_worker_past_its_timeout_is_stopped_and_named(endless):
                             "within the 1 s per-worker timeout; stopped it")
 
 
+def test_a_worker_killed_by_a_signal_is_named(tmp_path, monkeypatch):
+    fake = tmp_path / "python"            # a "worker" that dies of SIGBUS at once
+    fake.write_text("#!/bin/sh\nkill -BUS $$\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(harness.sys, "executable", str(fake))
+    job = harness.Config("t", "x/loop.bf", "tailcall", "clang-19").job(0, 1, None)
+    with pytest.raises(RunError) as e:
+        harness.run_worker(job, timeout=30)
+    assert str(e.value) == ("the tailcall interpreter (clang-19) running loop.bf crashed its "
+                            "worker: killed by SIGBUS (a memory fault)")
+
+
 def test_measure_records_timeouts_as_failures_and_keeps_the_rest(tmp_path, endless,
                                                                  monkeypatch):
     hello = str(EXAMPLES / "bf" / "hello.bf")

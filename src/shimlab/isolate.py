@@ -49,15 +49,18 @@ class Timeout(Crash):
         return type(self), (self.what, self.seconds)
 
 
+def describe_signal(sig: int) -> str:
+    try:
+        name = signal.Signals(sig).name
+    except ValueError:
+        name = f"signal {sig}"
+    meaning = _SIGNAL_MEANING.get(sig)
+    return f"killed by {name}" + (f" ({meaning})" if meaning else "")
+
+
 def describe_wait_status(status: int) -> str:
     if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = f"signal {sig}"
-        meaning = _SIGNAL_MEANING.get(sig)
-        return f"killed by {name}" + (f" ({meaning})" if meaning else "")
+        return describe_signal(os.WTERMSIG(status))
     return f"exited with status {os.WEXITSTATUS(status)} without a result"
 
 

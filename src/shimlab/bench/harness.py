@@ -11,13 +11,13 @@ import io
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .. import build as build_mod
+from .. import isolate
 from ..errors import RunError
 from . import counters, stats
 from .progress import Progress
@@ -109,20 +109,17 @@ def run_worker(job: dict, timeout: float) -> dict:
     env = dict(os.environ)
     src = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    what = f"the {job['mode']} interpreter ({job['cc']}) running {Path(job['program']).name}"
     try:
         proc = subprocess.run([sys.executable, "-m", "shimlab.bench.worker"],
                               input=json.dumps(job), capture_output=True, text=True,
                               timeout=timeout, env=env)
     except subprocess.TimeoutExpired:   # subprocess.run has killed the worker
-        raise RunError(f"the {job['mode']} interpreter ({job['cc']}) running "
-                       f"{Path(job['program']).name} did not finish within the {timeout:g} s "
-                       f"per-worker timeout; stopped it") from None
+        raise RunError(f"{what} did not finish within the {timeout:g} s per-worker timeout; "
+                       f"stopped it") from None
     if proc.returncode < 0:
-        try:
-            name = signal.Signals(-proc.returncode).name
-        except ValueError:
-            name = f"signal {-proc.returncode}"
-        raise RunError(f"worker crashed: killed by {name}")
+        raise RunError(f"{what} crashed its worker: "
+                       f"{isolate.describe_signal(-proc.returncode)}")
     lines = proc.stdout.strip().splitlines()
     try:
         out = json.loads(lines[-1]) if lines else {}
@@ -138,7 +135,7 @@ def run_worker(job: dict, timeout: float) -> dict:
 
 def vm_instruction_count(config: Config, timeout: float | None = None) -> int:
     """VM instructions one run executes (the same in every mode; tested)."""
-    from .. import isolate, vm
+    from .. import vm
     from ..frontend import load_program
     program = load_program(config.workload)
     data = Path(config.input).read_bytes() if config.input else b""
