@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import differential
 import strategies

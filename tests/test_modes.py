@@ -15,7 +15,7 @@ import pytest
 from conftest import EXAMPLES, get_build, interpreter_configs
 from differential import differences, result_to_json
 from shimlab import reference, vm
-from shimlab.frontend import compile_text, load_program
+from shimlab.frontend import load_program
 
 ORACLE_LIMIT = 2_000_000   # steps; heavier examples are checked against their .out
 
