@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV  := .venv
 PY    := $(VENV)/bin/python
 
-.PHONY: all setup demo test clean
+.PHONY: all setup demo test test-sanitize fuzz clean
 
 all: test
 
@@ -17,6 +17,30 @@ demo: setup
 test: setup
 	$(PY) -m shimlab.cases --check
 	$(PY) -m pytest -q tests
+
+# The corpus, the property tests and the regression cases again, on
+# interpreters built with ASan + UBSan: one pass per compiler runtime (a
+# sanitized build loads only next to its own compiler's runtime), reports
+# collected from build/sanitize/ (see src/shimlab/sanitize.py).
+# The two heavy examples (hundreds of millions of instructions) run the same
+# handlers as the rest and would double the time, so they are left out here.
+SANITIZE_CCS   ?= clang-19 clang-22
+SANITIZE_TESTS ?= tests/test_modes.py tests/test_differential.py tests/test_regression.py \
+                  tests/test_sanitize.py::test_this_sanitizer_run_really_uses_sanitized_builds
+SANITIZE_SKIP  ?= heavy or round_trips
+test-sanitize: setup
+	@set -e; for cc in $(SANITIZE_CCS); do \
+	  echo "== sanitizers: $$cc"; \
+	  $(PY) -m shimlab.sanitize --if-present --cc $$cc -- \
+	    $(PY) -m pytest -q -p no:cacheprovider -k "not ($(SANITIZE_SKIP))" $(SANITIZE_TESTS); \
+	done
+
+# Differential fuzzing for as long as asked; a failure is shrunk and saved in
+# tests/regression/.  FUZZ_SANITIZE=clang-19 fuzzes that compiler's sanitizer builds.
+FUZZ_SECONDS  ?= 300
+FUZZ_SANITIZE ?=
+fuzz: setup
+	$(if $(FUZZ_SANITIZE),$(PY) -m shimlab.sanitize --cc $(FUZZ_SANITIZE) --) $(PY) scripts/fuzz.py --seconds $(FUZZ_SECONDS)
 
 # Removes build products, the venv and caches (the next `make setup` rebuilds the venv).
 clean:

@@ -12,10 +12,20 @@ EXAMPLES = ROOT / "examples"
 
 @functools.lru_cache(maxsize=None)
 def interpreter_configs() -> list[tuple[str, str]]:
-    """Every (mode, compiler) pair the toolchain can build here."""
-    from shimlab import build, toolchain
+    """Every (mode, compiler) pair the toolchain can build here.
+
+    The one list every differential test iterates: a new execution mode
+    joins the tests by joining this list."""
+    from shimlab import build, sanitize, toolchain
+    compilers = toolchain.find_compilers()
+    if build.sanitize_requested():
+        # sanitizer builds load only next to their own compiler's runtime
+        compilers = sanitize.usable_compilers(compilers)
+        if not compilers:
+            raise RuntimeError("SHIMLAB_SANITIZE is set but no sanitizer runtime is preloaded: "
+                               "run through `python -m shimlab.sanitize --cc CC --`")
     configs = []
-    for cc in toolchain.find_compilers():
+    for cc in compilers:
         for mode in build.INTERPRETER_MODES:
             if cc.features >= set(toolchain.MODE_FEATURES[mode]):
                 configs.append((mode, cc.name))

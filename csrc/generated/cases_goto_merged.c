@@ -205,7 +205,7 @@ L_PRINT_BYTE: {
 }
 L_CELL_ADD: {
     int32_t oparg = ip->arg; (void)oparg;
-    *HEAD = (uint8_t)(*HEAD + ARG);
+    *HEAD = (uint8_t)((uint32_t)*HEAD + (uint32_t)ARG);
     ip += 1; DISPATCH();
 }
 L_CELL_ZERO: {

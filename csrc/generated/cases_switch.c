@@ -194,7 +194,7 @@ sl_dispatch:
     }
     case SL_OP_CELL_ADD: {
         int32_t oparg = ip->arg; (void)oparg;
-        *HEAD = (uint8_t)(*HEAD + ARG);
+        *HEAD = (uint8_t)((uint32_t)*HEAD + (uint32_t)ARG);
         ip += 1; DISPATCH();
     }
     case SL_OP_CELL_ZERO: {

@@ -320,7 +320,7 @@ SL_PRESERVE_NONE int sl_op_PRINT_BYTE(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, tab
 
 SL_PRESERVE_NONE int sl_op_CELL_ADD(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)) {
     int32_t oparg = ip->arg; (void)oparg;
-    *HEAD = (uint8_t)(*HEAD + ARG);
+    *HEAD = (uint8_t)((uint32_t)*HEAD + (uint32_t)ARG);
     ip += 1; DISPATCH();
 }
 

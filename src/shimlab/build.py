@@ -49,6 +49,16 @@ BASE_FLAGS = ("-std=gnu11", "-fPIC", "-shared", "-gdwarf-4", "-Wall", "-Wno-unus
 # told not to: the goto-merged variant asks it not to.  clang gets the same
 # effect from the asm goto in the generated source.
 MODE_FLAGS = {("goto-merged", "gcc"): ("--param=max-goto-duplication-insns=0",)}
+# Sanitizer builds (make test-sanitize): ASan and UBSan, every report fatal,
+# frame pointers for readable stacks.  Loading one needs the compiler's
+# runtime preloaded (see sanitize.py).  SHIMLAB_SANITIZE=1 makes every build
+# a sanitizer build, so the same tests run either way.
+SANITIZE_FLAGS = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                  "-fno-omit-frame-pointer")
+
+
+def sanitize_requested() -> bool:
+    return os.environ.get("SHIMLAB_SANITIZE", "") not in ("", "0")
 
 
 def cache_root() -> Path:
@@ -64,6 +74,7 @@ class Build:
     path: Path           # the shared object
     key: str
     profile: Path | None = None           # the PGO profile it was built with
+    sanitize: bool = False
 
     @property
     def command_flags(self) -> tuple[str, ...]:
@@ -71,12 +82,13 @@ class Build:
         if self.profile is not None:
             from . import pgo
             extra += pgo.use_flags(self.compiler, self.profile)
-        return self.flags + extra
+        return self.flags + extra + (SANITIZE_FLAGS if self.sanitize else ())
 
     def describe(self) -> dict:
         d = {"mode": self.mode, "compiler": self.compiler.name,
              "compiler_version": self.compiler.version,
-             "flags": " ".join(self.command_flags), "count": self.count, "key": self.key}
+             "flags": " ".join(self.command_flags), "count": self.count,
+             "sanitize": self.sanitize, "key": self.key}
         if self.profile is not None:
             d["profile"] = str(self.profile)
         return d
@@ -113,10 +125,12 @@ def _profile_digest(profile: Path) -> str:
 
 
 def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAULT_FLAGS,
-          count: bool = False, profile: str | os.PathLike | None = None) -> Build:
+          count: bool = False, profile: str | os.PathLike | None = None,
+          sanitize: bool | None = None) -> Build:
     """The cached interpreter; `profile` (made by pgo.py: a clang .profdata
     file or a gcc profile directory) builds it profile-guided, and the
-    profile's content joins the cache key."""
+    profile's content joins the cache key; sanitize=None follows
+    SHIMLAB_SANITIZE."""
     if mode not in MODES:
         raise BuildError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
     cc = toolchain.get_compiler(compiler, need=set(toolchain.MODE_FEATURES[mode]))
@@ -137,17 +151,20 @@ def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAU
         profile = Path(profile).resolve()
         digest = _profile_digest(profile)
         extra += pgo.use_flags(cc, profile)
+    sanitize = sanitize_requested() if sanitize is None else bool(sanitize)
+    san = SANITIZE_FLAGS if sanitize else ()
     sources = _sources(mode, cc, count)
     h = hashlib.sha256()
     for part in (json.dumps(sources, sort_keys=True), cc.path, cc.version, ident,
-                 " ".join(BASE_FLAGS + flags + extra + defines)) + ((digest,) if digest else ()):
+                 " ".join(BASE_FLAGS + flags + extra + san + defines)) + ((digest,) if digest else ()):
         h.update(part.encode())
         h.update(b"\0")
     key = h.hexdigest()[:16]
-    tag = ("count-" if count else "") + ("pgo-" if profile is not None else "")
+    tag = ("count-" if count else "") + ("pgo-" if profile is not None else "") + \
+        ("asan-" if sanitize else "")
     out_dir = cache_root() / "interp" / f"{ident}-{cc.name}-{tag}{key}"
     so = out_dir / "libshimlab.so"
-    result = Build(mode, cc, flags, count, so, key, profile)
+    result = Build(mode, cc, flags, count, so, key, profile, sanitize)
     if so.exists():
         return result
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -160,7 +177,7 @@ def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAU
         # names no temporary directory, and a gcc profile (whose checksums
         # include each function's file name) matches between the
         # instrumented build and the build that uses it.
-        cmd = [cc.path, *BASE_FLAGS, *flags, *extra, *defines, "-I", ".", *c_files,
+        cmd = [cc.path, *BASE_FLAGS, *flags, *extra, *san, *defines, "-I", ".", *c_files,
                "-o", "libshimlab.so"]
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp)
         if proc.returncode != 0:

@@ -1,7 +1,8 @@
 """The `shimlab` command: run, dis, doctor, bench, compare.
 
 Every failure the user can cause is a ShimlabError printed as one line on
-stderr with exit status 1; a crashing interpreter is exit status 2.
+stderr with exit status 1; a crashing interpreter is exit status 2, one that
+--timeout stopped exit status 3.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import os
 import sys
 
 from .errors import ShimlabError
-from .isolate import Crash
+from .isolate import Crash, Timeout
 
 MODES = ("switch", "goto", "goto-merged", "tailcall", "asm", "jit-shim", "jit-direct",
          "jit-direct-handler", "jit-table", "reference")
@@ -47,10 +48,23 @@ def cmd_run(args) -> int:
     from . import build, isolate, reference, vm
     from .frontend import load_program
 
+    # --isolate: the run happens in a forked child, so a fault or a timeout
+    # is reported and never takes shimlab down; on by default for native
+    # modes, and needed by --timeout (stopping a run means killing it)
+    isolated = args.isolate
+    if isolated is None:
+        isolated = args.mode != "reference" or args.timeout is not None
+    if args.timeout is not None and args.timeout <= 0:
+        raise ShimlabError(f"--timeout {args.timeout:g}: needs a positive number of seconds")
+    if args.timeout is not None and not isolated:
+        raise ShimlabError("--timeout needs --isolate (a run is stopped by killing its child)")
     program = load_program(args.file)
     data = _read_input(args.input)
     if args.mode == "reference":
-        result = reference.run(program, data)
+        what = f"the reference interpreter running {args.file}"
+
+        def child():
+            return reference.run(program, data)
     else:
         b = build.build(args.mode, args.cc, count=args.count)
         jit = None
@@ -59,14 +73,18 @@ def cmd_run(args) -> int:
                    "perf_map": args.perf_map}
         elif args.stats or args.perf_map:
             raise ShimlabError("--stats and --perf-map need a JIT mode (jit-shim, jit-direct, "
-                               "jit-direct-handler)")
+                               "jit-direct-handler, jit-table)")
+        what = f"the {args.mode} interpreter ({b.compiler.name}) running {args.file}"
 
         def child():
             with vm.Loaded(b, program, data, jit=jit) as loaded:
                 result = loaded.run()
                 return result, loaded.jit.report() if loaded.jit and args.stats else None
-        what = f"the {args.mode} interpreter ({b.compiler.name}) running {args.file}"
-        result, report = isolate.call(what, child)
+    if args.mode == "reference":
+        result = isolate.call(what, child, timeout=args.timeout) if isolated else child()
+    else:
+        result, report = (isolate.call(what, child, timeout=args.timeout) if isolated
+                          else child())
         if report:
             print(report, file=sys.stderr)
     sys.stdout.buffer.write(result.output)
@@ -121,6 +139,11 @@ def parser() -> argparse.ArgumentParser:
                    help="JIT modes: traces compiled, their sizes, entries and exits (stderr)")
     p.add_argument("--perf-map", action="store_true",
                    help="JIT modes: write /tmp/perf-PID.map so perf report names the traces")
+    p.add_argument("--isolate", action=argparse.BooleanOptionalAction, default=None,
+                   help="run in a child process, so a crash is reported, not fatal "
+                        "(default: on for native modes and with --timeout)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="stop the run after SECONDS (exit status 3)")
     p.set_defaults(fn=cmd_run)
 
     p = sub.add_parser("dis", help="print a program's bytecode, or with --native an "
@@ -156,7 +179,7 @@ def main(argv=None) -> int:
         return args.fn(args)
     except ShimlabError as e:
         print(f"shimlab: {e}", file=sys.stderr)
-        return 2 if isinstance(e, Crash) else 1
+        return 3 if isinstance(e, Timeout) else 2 if isinstance(e, Crash) else 1
     except KeyboardInterrupt:
         print("shimlab: interrupted", file=sys.stderr)
         return 130

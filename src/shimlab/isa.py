@@ -204,7 +204,9 @@ _def("PRINT_BYTE", Operand.IMM, 0, 0, Flow.NEXT, "OUTPUT((uint8_t)ARG);",
      "print the byte ARG", lambda s, arg: s.output(arg & 0xFF))
 
 # the BF tape: 8-bit wrapping cells under a bounds-checked head
-_def("CELL_ADD", Operand.IMM, 0, 0, Flow.NEXT, "*HEAD = (uint8_t)(*HEAD + ARG);",
+# (unsigned arithmetic: *HEAD + ARG as ints overflows for ARG near INT32_MAX,
+# undefined behaviour that UBSan found through raw-bytecode fuzzing)
+_def("CELL_ADD", Operand.IMM, 0, 0, Flow.NEXT, "*HEAD = (uint8_t)((uint32_t)*HEAD + (uint32_t)ARG);",
      "add to the current cell", lambda s, arg: s.cell_add(arg))
 _def("CELL_ZERO", Operand.NONE, 0, 0, Flow.NEXT, "*HEAD = 0;", "clear the current cell",
      lambda s, arg: s.cell_set(0))

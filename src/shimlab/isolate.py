@@ -1,17 +1,29 @@
 """Runs native code in a forked child so a fault is reported, not fatal.
 
-Generated interpreters and JIT code can fault; the parent process survives,
-names the signal, and keeps every result it already had.
+Generated interpreters and JIT code can fault or never stop; the parent
+process survives, names the signal (or the timeout that stopped the child),
+and keeps every result it already had.
 """
 from __future__ import annotations
 
 import os
 import pickle
+import select
 import signal
 import sys
+import time
 import traceback
 
 from .errors import RunError
+
+# What each fatal signal usually means in generated code.
+_SIGNAL_MEANING = {
+    signal.SIGSEGV: "a memory fault",
+    signal.SIGBUS: "a memory fault",
+    signal.SIGILL: "an illegal instruction",
+    signal.SIGFPE: "an arithmetic fault",
+    signal.SIGABRT: "aborted: an assertion or a sanitizer report",
+}
 
 
 class Crash(RunError):
@@ -19,25 +31,74 @@ class Crash(RunError):
 
     def __init__(self, what: str, how: str):
         super().__init__(f"{what} crashed: {how}")
-        self.how = how
+        self.what, self.how = what, how
+
+    def __reduce__(self):     # picklable, so it can cross back from a nested child
+        return type(self), (self.what, self.how)
+
+
+class Timeout(Crash):
+    """The child ran longer than its time limit and was killed."""
+
+    def __init__(self, what: str, seconds: float):
+        RunError.__init__(self, f"{what} did not finish within the {seconds:g} s timeout; "
+                                f"stopped it")
+        self.what, self.how, self.seconds = what, "timeout", seconds
+
+    def __reduce__(self):
+        return type(self), (self.what, self.seconds)
+
+
+def describe_signal(sig: int) -> str:
+    try:
+        name = signal.Signals(sig).name
+    except ValueError:
+        name = f"signal {sig}"
+    meaning = _SIGNAL_MEANING.get(sig)
+    return f"killed by {name}" + (f" ({meaning})" if meaning else "")
 
 
 def describe_wait_status(status: int) -> str:
     if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = f"signal {sig}"
-        return f"killed by {name}" + (" (a memory fault)" if sig in (signal.SIGSEGV, signal.SIGBUS) else "")
+        return describe_signal(os.WTERMSIG(status))
     return f"exited with status {os.WEXITSTATUS(status)} without a result"
 
 
-def call(what: str, fn, *args, **kwargs):
+def _read_all(fd: int, deadline: float | None) -> bytes | None:
+    """Everything the child writes to fd, or None when the deadline passes first.
+
+    Reading while waiting matters: a result bigger than the pipe buffer
+    blocks the child until the parent reads it.
+    """
+    chunks = []
+    while True:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:   # already reaped
+        pass
+
+
+def call(what: str, fn, *args, timeout: float | None = None, **kwargs):
     """fn(*args, **kwargs) in a forked child; returns its (picklable) result.
 
     Exceptions raised by fn are re-raised in the parent; a child killed by a
-    signal becomes Crash naming `what` and the signal.
+    signal becomes Crash naming `what` and the signal; a child still running
+    after `timeout` seconds is killed and becomes Timeout.
     """
     sys.stdout.flush()
     sys.stderr.flush()
@@ -69,9 +130,18 @@ def call(what: str, fn, *args, **kwargs):
         finally:
             os._exit(code)
     os.close(w)
-    with os.fdopen(r, "rb") as f:
-        data = f.read()
-    _, status = os.waitpid(pid, 0)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        data = _read_all(r, deadline)
+        if data is None:
+            _kill(pid)
+            raise Timeout(what, timeout)
+        _, status = os.waitpid(pid, 0)
+    except KeyboardInterrupt:
+        _kill(pid)          # never leave a runaway child behind
+        raise
+    finally:
+        os.close(r)
     if not data:
         raise Crash(what, describe_wait_status(status))
     kind, value = pickle.loads(data)

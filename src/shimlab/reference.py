@@ -26,6 +26,7 @@ class Result:
     tape: bytes = b""
     head: int = 0
     counts: list[int] = field(default_factory=list)
+    locals: list[int] = field(default_factory=list)   # the entry function's, at the end
 
     @property
     def instructions(self) -> int:
@@ -146,4 +147,5 @@ def run(program: Program, input: bytes = b"", *, tape_len: int = TAPE_LEN,
         status, err_pc = e.error, e.pc
     return Result(output=bytes(s.out), status=status, err_pc=err_pc,
                   err_value=s.err_value if status else 0,
-                  tape=bytes(s.tape), head=s.head, counts=counts)
+                  tape=bytes(s.tape), head=s.head, counts=counts,
+                  locals=s.stack[:program.functions[0].nlocals])

@@ -57,7 +57,15 @@ def ffi() -> cffi.FFI:
 
 @lru_cache(maxsize=None)
 def _lib(path: str):
-    return ffi().dlopen(path)
+    try:
+        return ffi().dlopen(path)
+    except OSError as e:
+        if "__asan" in str(e) or "__ubsan" in str(e):
+            # a sanitizer build (SHIMLAB_SANITIZE=1) in a process without the runtime
+            raise RunError(f"{path} is a sanitizer build and needs its compiler's runtime "
+                           f"preloaded: run under `python -m shimlab.sanitize --cc CC --`"
+                           ) from None
+        raise RunError(f"cannot load {path}: {e}") from None
 
 
 class Loaded:
@@ -137,6 +145,8 @@ class Loaded:
             err_value=vm.err_value if status else 0,
             tape=bytes(f.buffer(vm.tape, vm.tape_len)),
             head=int(f.cast("intptr_t", vm.head)) - int(f.cast("intptr_t", vm.tape)),
+            # main's frame is at the bottom of the stack whatever depth the run ended at
+            locals=[int(vm.stack[i]) for i in range(self.program.functions[0].nlocals)],
             counts=[int(vm.counts[i]) for i in range(isa.NUM_OPCODES)] if self.build.count else [])
 
     def run_status(self) -> int:

@@ -11,13 +11,13 @@ import io
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .. import build as build_mod
+from .. import isolate
 from ..errors import RunError
 from . import counters, stats
 from .progress import Progress
@@ -120,18 +120,17 @@ def run_worker(job: dict, timeout: float) -> dict:
     env = dict(os.environ)
     src = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    what = f"the {job['mode']} interpreter ({job['cc']}) running {Path(job['program']).name}"
     try:
         proc = subprocess.run([sys.executable, "-m", "shimlab.bench.worker"],
                               input=json.dumps(job), capture_output=True, text=True,
                               timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        raise RunError(f"worker timed out after {timeout:.0f} s") from None
+    except subprocess.TimeoutExpired:   # subprocess.run has killed the worker
+        raise RunError(f"{what} did not finish within the {timeout:g} s per-worker timeout; "
+                       f"stopped it") from None
     if proc.returncode < 0:
-        try:
-            name = signal.Signals(-proc.returncode).name
-        except ValueError:
-            name = f"signal {-proc.returncode}"
-        raise RunError(f"worker crashed: killed by {name}")
+        raise RunError(f"{what} crashed its worker: "
+                       f"{isolate.describe_signal(-proc.returncode)}")
     lines = proc.stdout.strip().splitlines()
     try:
         out = json.loads(lines[-1]) if lines else {}
@@ -145,9 +144,9 @@ def run_worker(job: dict, timeout: float) -> dict:
     return out
 
 
-def vm_instruction_count(config: Config) -> int:
+def vm_instruction_count(config: Config, timeout: float | None = None) -> int:
     """VM instructions one run executes (the same in every mode; tested)."""
-    from .. import isolate, vm
+    from .. import vm
     from ..frontend import load_program
     from . import floors, synthetic
     if synthetic.is_synthetic(config.workload):
@@ -157,7 +156,9 @@ def vm_instruction_count(config: Config) -> int:
     program = load_program(config.workload)
     data = Path(config.input).read_bytes() if config.input else b""
     b = build_mod.build("switch", None, count=True)
-    result = isolate.call(f"counting {config.workload_name}", vm.run, b, program, data)
+    result = isolate.call(f"the switch interpreter ({b.compiler.name}) counting the "
+                          f"instructions of {config.workload_name}", vm.run, b, program, data,
+                          timeout=timeout)
     if result.status:
         raise RunError(vm.describe_error(program, result))
     return result.instructions
@@ -169,10 +170,17 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
     # Build everything first: workers must never compile inside a round.
     for c in configs:
         c.build()
-    vm_counts = {}
+    # A workload that crashes or never ends fails its configurations here,
+    # with the same per-worker timeout; the other workloads still run.
+    vm_counts: dict[str, int | str] = {}
     for c in configs:
         if c.workload not in vm_counts:
-            vm_counts[c.workload] = vm_instruction_count(c)
+            try:
+                vm_counts[c.workload] = vm_instruction_count(c, opts.timeout)
+            except RunError as e:
+                vm_counts[c.workload] = str(e)
+        if isinstance(vm_counts[c.workload], str):
+            outcome.failures[c.key] = vm_counts[c.workload]
     exact: dict[str, int] = {}
     use_perf = opts.count_instructions and counters.hardware_counters()[0]
     if opts.count_instructions and not use_perf:
@@ -185,7 +193,7 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
         for c in configs:
             if c.workload.startswith("floor:") or synthetic.is_synthetic(c.workload):
                 continue        # floors: straight-line code, counted in floors.INSTRUCTIONS
-            if results.runs_done(c.key) < opts.processes:
+            if results.runs_done(c.key) < opts.processes and c.key not in outcome.failures:
                 exact[c.key] = counters.callgrind_instructions(c.job(0, 1, None))
 
     progress = Progress(None, "bench", stream=io.StringIO() if opts.quiet else None)

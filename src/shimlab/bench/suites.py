@@ -59,6 +59,9 @@ def add_parsers(sub) -> None:
     d.add_argument("-o", "--output", help="results file (default: results/dispatch-DATE.json)")
     d.add_argument("--resume", metavar="FILE", help="continue an interrupted results file")
     d.add_argument("--plot", action="store_true", help="write PNG and SVG plots next to it")
+    d.add_argument("--timeout", type=float, metavar="SECONDS", default=600.0,
+                   help="stop a worker process after SECONDS and record the configuration "
+                        "as failed (default 600)")
     d.set_defaults(fn=lambda args: main(args))
 
     from . import programs, transitions
@@ -192,6 +195,27 @@ def _result_path(args, suite: str) -> Path:
     return ROOT / "results" / f"{suite}-{stamp}.json"
 
 
+def check_writable(path: Path) -> None:
+    """Fail before any measuring if the results file cannot be written there;
+    the probe file is removed, so nothing is left behind."""
+    import tempfile
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ShimlabError(f"{path}: cannot write the results file there: {parent} "
+                                   f"is not a directory")
+            break
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.probe"):
+            pass
+    except OSError as e:
+        raise ShimlabError(f"{path}: cannot write the results file there: "
+                           f"{e.strerror or e}") from None
+    if path.is_dir():
+        raise ShimlabError(f"{path}: is a directory, not a results file")
+
+
 def main(args) -> int:
     if args.suite != "dispatch":
         raise ShimlabError(f"unknown suite {args.suite}")
@@ -204,11 +228,13 @@ def main(args) -> int:
                            count_instructions=args.count == "instructions",
                            target_ci=target or None,
                            max_processes=args.max_processes or preset[4] or 40,
-                           layout=args.layout)
+                           layout=args.layout, timeout=args.timeout)
+    if opts.timeout <= 0:
+        raise ShimlabError(f"--timeout {opts.timeout:g}: needs a positive number of seconds")
     path = _result_path(args, "dispatch")
     if args.resume and not path.exists():
         raise ShimlabError(f"{path}: nothing to resume")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    check_writable(path)
     results = ResultFile.open(path)
     cpu = opts.cpu if opts.cpu is not None else harness.default_cpu()
     more = (f" (more, up to {opts.max_processes}, until each median is known to "
@@ -222,6 +248,9 @@ def main(args) -> int:
         print(f"shimlab: interrupted; finished runs are in {path}; continue with "
               f"--resume {path}", file=sys.stderr)
         return 130
+    if not len(results):
+        print("shimlab: no configuration finished; no results file written", file=sys.stderr)
+        return 1
     rows = report(results, [c for c in configs if c.key in results])
     for key, hw in sorted(outcome.imprecise.items()):
         print(f"note: {key}: 95% interval +-{100 * hw:.2f}% after {results.runs_done(key)} "

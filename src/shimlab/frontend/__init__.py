@@ -7,7 +7,7 @@ from ..bytecode import Program
 from ..errors import FrontendError
 from .verify import verify
 
-LANGUAGES = {".b": "bf", ".bf": "bf", ".py": "minipy"}
+LANGUAGES = {".b": "bf", ".bf": "bf", ".py": "minipy", ".slbc": "bytecode"}
 
 
 def compile_text(source: str, filename: str, language: str) -> Program:
@@ -17,6 +17,8 @@ def compile_text(source: str, filename: str, language: str) -> Program:
         from .bf import compile_source
     elif language == "minipy":
         from .minipy import compile_source
+    elif language == "bytecode":
+        from .slbc import compile_source
     else:
         raise FrontendError(f"{filename}: unknown language {language!r}")
     return verify(compile_source(source, filename))
@@ -28,7 +30,8 @@ def load_program(path: str | Path) -> Program:
     language = LANGUAGES.get(path.suffix.lower())
     if language is None:
         raise FrontendError(f"{path}: unknown file type {path.suffix or '(no suffix)'!r} "
-                            f"(expected .b or .bf for BF, .py for minipy)")
+                            f"(expected .b or .bf for BF, .py for minipy, .slbc for "
+                            f"bytecode as JSON)")
     try:
         data = path.read_bytes()
     except OSError as e:

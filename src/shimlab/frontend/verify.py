@@ -47,16 +47,34 @@ def verify(program: Program) -> Program:
     return program
 
 
+# Per-opcode facts as flat lists: the depth walk below visits every
+# instruction once, and a program of 10**6 nested BF loops must verify in
+# seconds.
+_POPS = [ins.pops for ins in isa.INSTRUCTIONS]
+_PUSHES = [ins.pushes for ins in isa.INSTRUCTIONS]
+_FALLS = [isa.falls_through(ins) for ins in isa.INSTRUCTIONS]
+_JUMPS = [isa.is_jump(ins) for ins in isa.INSTRUCTIONS]
+_FLOWS = [ins.flow for ins in isa.INSTRUCTIONS]
+# no operand to range-check and ordinary flow: the common case
+_PLAIN = [ins.operand in (Operand.NONE, Operand.IMM) and ins.flow is Flow.NEXT
+          for ins in isa.INSTRUCTIONS]
+
+
 def _check_operands(program: Program, index: int, start: int, end: int) -> None:
     f = program.functions[index]
+    code = program.code
     for pc in range(start, end):
-        op, arg = program.code[pc]
-        if not (isinstance(op, int) and 0 <= op < isa.NUM_OPCODES):
+        op, arg = code[pc]
+        if not (type(op) is int and 0 <= op < isa.NUM_OPCODES):
             raise _fail(program, pc, f"opcode {op!r} out of range 0..{isa.NUM_OPCODES - 1}")
         ins = isa.INSTRUCTIONS[op]
-        if not (isinstance(arg, int) and isa.INT32_MIN <= arg <= isa.INT32_MAX):
+        if not (type(arg) is int and isa.INT32_MIN <= arg <= isa.INT32_MAX):
             raise _fail(program, pc, f"{ins.name}: operand {arg!r} is not a 32-bit integer")
+        if _PLAIN[op] and pc != end - 1:
+            continue
         kind = ins.operand
+        if kind is Operand.FORWARD and arg > 0 and pc + arg < end and pc != end - 1:
+            continue      # a jump in range, not the last instruction: nothing more to check
         if kind is Operand.CONST and not 0 <= arg < len(program.consts):
             raise _fail(program, pc, f"{ins.name}: constant {arg} out of range")
         if kind is Operand.LOCAL and not 0 <= arg < f.nlocals:
@@ -80,35 +98,44 @@ def _check_operands(program: Program, index: int, start: int, end: int) -> None:
 
 def _stack_depths(program: Program, index: int, start: int, end: int) -> int:
     """Depth of the operand stack above the locals, for each reachable pc."""
-    depth: dict[int, int] = {start: 0}
+    code, funcs = program.code, program.functions
+    depth: list[int | None] = [None] * (end - start)   # by pc - start
+    depth[0] = 0
     work = [start]
     deepest = 0
     while work:
         pc = work.pop()
-        d = depth[pc]
-        op, arg = program.code[pc]
-        ins = isa.INSTRUCTIONS[op]
-        pops = program.functions[arg].nargs if ins.pops is None else ins.pops
+        d = depth[pc - start]
+        op, arg = code[pc]
+        pops = _POPS[op]
+        if pops is None:            # CALL: the callee's argument count
+            pops = funcs[arg].nargs
         if d < pops:
-            raise _fail(program, pc, f"{ins.name} pops {pops} from a stack of depth {d}")
-        after = d - pops + ins.pushes
-        deepest = max(deepest, after, d)
-        if deepest > MAX_STACK_DEPTH:
-            raise _fail(program, pc, f"stack deeper than {MAX_STACK_DEPTH}")
-        if ins.flow is Flow.RETURN and d != 1:
+            raise _fail(program, pc, f"{isa.INSTRUCTIONS[op].name} pops {pops} from a stack "
+                        f"of depth {d}")
+        after = d - pops + _PUSHES[op]
+        if after > deepest or d > deepest:
+            deepest = max(after, d)
+            if deepest > MAX_STACK_DEPTH:
+                raise _fail(program, pc, f"stack deeper than {MAX_STACK_DEPTH}")
+        flow = _FLOWS[op]
+        if flow is Flow.RETURN and d != 1:
             raise _fail(program, pc, f"RETURN with stack depth {d} (must be 1)")
-        if ins.flow is Flow.HALT and d != 0:
+        if flow is Flow.HALT and d != 0:
             raise _fail(program, pc, f"HALT with stack depth {d} (must be 0)")
-        succ = []
-        if isa.falls_through(ins):
-            succ.append(pc + 1)
-        if isa.is_jump(ins):
-            succ.append(pc + arg)
-        for s in succ:
-            if s not in depth:
-                depth[s] = after
-                work.append(s)
-            elif depth[s] != after:
-                raise _fail(program, s, f"stack depth {depth[s]} or {after} depending on "
-                            f"the path (from pc {pc})")
+        if _FALLS[op]:
+            _merge(program, depth, work, start, pc, pc + 1, after)
+        if _JUMPS[op]:
+            _merge(program, depth, work, start, pc, pc + arg, after)
     return deepest
+
+
+def _merge(program, depth, work, start, pc, succ, after) -> None:
+    """Record depth `after` at succ, or check it against the one recorded."""
+    known = depth[succ - start]
+    if known is None:
+        depth[succ - start] = after
+        work.append(succ)
+    elif known != after:
+        raise _fail(program, succ, f"stack depth {known} or {after} depending on "
+                    f"the path (from pc {pc})")

@@ -1,0 +1,32 @@
+"""Random programs on every execution mode against the oracle (hypothesis).
+
+BF and minipy source and raw bytecode (tests/strategies.py), compared by
+tests/differential.py; a failing example is shrunk and saved to
+tests/regression/.  `make fuzz` runs the same properties for longer.
+"""
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+
+import differential
+import strategies
+from shimlab.frontend import slbc
+from shimlab.frontend.verify import verify
+
+# examples per property in `make test`; together well under a minute here
+test_random_bf_same_in_every_mode = differential.property_test("bf", max_examples=80)
+test_random_minipy_same_in_every_mode = differential.property_test("minipy", max_examples=80)
+test_random_bytecode_same_in_every_mode = differential.property_test("bytecode",
+                                                                     max_examples=150)
+
+
+@settings(max_examples=300, deadline=None)
+@given(program=strategies.bytecode_programs())
+def test_generated_bytecode_verifies_and_round_trips_through_slbc(program):
+    verify(program)
+    again = verify(slbc.compile_source(json.dumps(slbc.to_dict(program)), "x.slbc"))
+    assert again.code == program.code and again.consts == program.consts
+    assert [(f.entry, f.nargs, f.nlocals, f.max_stack) for f in again.functions] == \
+        [(f.entry, f.nargs, f.nlocals, f.max_stack) for f in program.functions]

@@ -1,0 +1,70 @@
+"""Replays every saved case in tests/regression/ on every mode.
+
+Each file is a case the differential tests once failed on (or a hand-picked
+seed): its program, its input, and the oracle's result when it was saved.
+The oracle must still give that result and every mode must agree with it.
+If the fix was to the oracle itself, re-record the expectation with
+SHIMLAB_REGRESSION_UPDATE=1.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import differential
+from shimlab import reference
+
+FILES = sorted(differential.regression_dir().glob("*.json"))
+
+
+def test_there_are_cases_to_replay():
+    assert FILES, f"no regression cases in {differential.regression_dir()}"
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+def test_saved_case_still_agrees(path):
+    case, expected = differential.load_regression(path)
+    got = differential.result_to_json(
+        reference.run(case.program(), case.input, max_steps=differential.ORACLE_STEPS))
+    if os.environ.get("SHIMLAB_REGRESSION_UPDATE") and got != expected:
+        record = json.loads(path.read_text())
+        record["expected"] = got
+        path.write_text(json.dumps(record, indent=1) + "\n")
+        expected = got
+    assert not differential.differences(expected, got), \
+        "the oracle's result changed (SHIMLAB_REGRESSION_UPDATE=1 re-records it)"
+    differential.check(case)
+
+
+def test_a_failing_example_is_shrunk_and_saved(tmp_path, monkeypatch):
+    """The mechanism itself: a mode that loses the last output byte of any
+    program that prints is caught, shrunk to a minimal program, saved once,
+    and the saved file replays as a failure."""
+    monkeypatch.setenv("SHIMLAB_REGRESSION_DIR", str(tmp_path))
+    real = differential.run_config
+
+    def broken(cfg, program, data):
+        r = real(cfg, program, data)
+        if cfg[0] == "switch" and r.output:
+            r.output = r.output[:-1]
+        return r
+    monkeypatch.setattr(differential, "run_config", broken)
+
+    @settings(max_examples=200, deadline=None, database=None)
+    @given(src=st.text("+-.>", max_size=30))
+    def prop(src):
+        differential._bf(src, b"")
+
+    with pytest.raises(AssertionError, match="switch/.*output"):
+        prop()
+    saved = list(tmp_path.glob("*.json"))
+    assert len(saved) == 1, saved
+    case, expected = differential.load_regression(saved[0])
+    assert case.kind == "bf" and case.source == ">>."    # shrunk: one '.' after the prefix
+    assert expected["output"] == "\0" and expected["status"] == "OK"
+    with pytest.raises(AssertionError):
+        differential.check(case)       # the replay fails while the bug is there
