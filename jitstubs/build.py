@@ -32,10 +32,37 @@ def input_hash(state: dict | None = None) -> str:
     from shimlab import contract
     h = hashlib.sha256(json.dumps(state or contract.STATE, sort_keys=True).encode())
     paths = sorted(Path(__file__).parent.glob("*.py")) + [
-        ROOT / "csrc" / "vm.h", ROOT / "src" / "shimlab" / "contract.py"]
+        ROOT / "csrc" / "vm.h", ROOT / "src" / "shimlab" / "contract.py"] + user_modules()
     for p in paths:
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()[:16]
+
+
+def user_modules() -> list[Path]:
+    """Prototype stencil modules outside the tree: every *.py in the
+    directories named by $SHIMLAB_STENCILS (separated like PATH)."""
+    out = []
+    for d in filter(None, os.environ.get("SHIMLAB_STENCILS", "").split(os.pathsep)):
+        out += sorted(Path(d).glob("*.py"))
+    return out
+
+
+def _load_user_module(path: Path, reload: bool) -> None:
+    import importlib.util
+    import sys
+    name = f"jitstubs_user.{path.stem}"
+    if name in sys.modules and not reload:
+        return
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except asm.AsmError:
+        raise
+    except Exception as e:       # a prototype's own error: name the file, not a traceback
+        del sys.modules[name]
+        raise asm.AsmError(f"{path}: {type(e).__name__}: {e}") from None
 
 
 def load_families(state: dict | None = None) -> dict:
@@ -54,6 +81,8 @@ def load_families(state: dict | None = None) -> dict:
             importlib.reload(sys.modules[name])
         else:
             importlib.import_module(name)
+    for path in user_modules():
+        _load_user_module(path, reload=changed)
     return asm.REGISTRY
 
 

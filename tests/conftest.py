@@ -33,6 +33,17 @@ def interpreter_configs() -> list[tuple[str, str]]:
 
 
 @functools.lru_cache(maxsize=None)
+def execution_configs() -> list[tuple[str, str]]:
+    """interpreter_configs() and the JIT modes on every compiler that builds
+    them: what the differential tests hold to the oracle."""
+    from shimlab import build, toolchain
+    ccs = dict.fromkeys(cc for _, cc in interpreter_configs())
+    jit = [(mode, cc) for cc in ccs for mode in build.JIT_MODES
+           if toolchain.get_compiler(cc).features >= set(toolchain.MODE_FEATURES[mode])]
+    return interpreter_configs() + jit
+
+
+@functools.lru_cache(maxsize=None)
 def get_build(mode: str, cc: str, count: bool = False):
     from shimlab import build
     return build.build(mode, cc, count=count)

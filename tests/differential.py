@@ -2,7 +2,8 @@
 
 check(case) runs a Case (BF source, minipy source or raw bytecode, plus
 input) on the Python oracle and on every interpreter this machine builds
-(conftest.interpreter_configs, count builds) and compares output, status,
+(conftest.execution_configs: every interpreter and every JIT mode, the JIT
+tracing at the first back-edge, count builds) and compares output, status,
 error pc and value, final tape and head, the entry function's final locals
 and the count of every opcode executed.  The native runs happen in one
 forked child per case, so an interpreter that faults or hangs is a failing
@@ -26,7 +27,8 @@ from hypothesis.control import current_build_context, currently_in_test_context
 from hypothesis.errors import HypothesisException
 
 import strategies
-from conftest import ROOT, get_build, interpreter_configs
+from conftest import ROOT, execution_configs, get_build
+from shimlab import build as build_mod
 from shimlab import isa, isolate, reference, vm
 from shimlab.frontend import compile_text, slbc
 from shimlab.frontend.verify import verify
@@ -77,9 +79,13 @@ def result_to_json(r) -> dict:
 # ---- running every mode ------------------------------------------------------
 
 def run_config(cfg: tuple[str, str], program, data: bytes):
-    """One mode on one program.  A mode that does not run through vm.run
-    (the JIT modes, when they come) gets its branch here."""
-    return vm.run(get_build(*cfg, count=True), program, data)
+    """One mode on one program.  The JIT modes trace at the first back-edge
+    and check after every compile that no mapping is writable and executable."""
+    b = get_build(*cfg, count=True)
+    if cfg[0] in build_mod.JIT_MODES:
+        with vm.Loaded(b, program, data, jit={"threshold": 1, "verify_wx": True}) as loaded:
+            return loaded.run()
+    return vm.run(b, program, data)
 
 
 def _run_all(configs, program, data):
@@ -88,7 +94,7 @@ def _run_all(configs, program, data):
 
 def run_modes(program, data: bytes) -> dict:
     """{config: Result, or the Crash/RunError that config ended with}."""
-    configs = interpreter_configs()
+    configs = execution_configs()
     for cfg in configs:              # build and load before forking, once per session
         vm._lib(str(get_build(*cfg, count=True).path))
     try:

@@ -3,7 +3,7 @@
 Each row runs `python -m shimlab.cli ...` in a fresh process and expects one
 line on stderr starting "shimlab: " and containing the row's text, the row's
 exit status, no traceback, and no file left behind that was not there before.
-(A JIT stencil with an unpatched hole is a row for the JIT to add with it.)
+A row may set environment variables (a prototype stencil directory).
 """
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ class Row:
     status: int = 1
     stdout: bytes | None = None         # exact, when given
     skip: str | None = None
+    env: dict = field(default_factory=dict)     # {d} is the row's directory
 
 
 ROWS = [
@@ -110,7 +111,18 @@ ROWS = [
         status=3),
     Row("timeout-not-positive", ["run", "{d}/e.bf", "--timeout", "0"], {"e.bf": "+[]"},
         ("--timeout 0: needs a positive number of seconds",)),
-    # A JIT stencil with an unpatched hole: to be added with the JIT.
+    # a prototype stencil with a hole the JIT never fills for an instruction
+    Row("stencil-unpatched-hole",
+        ["run", "{d}/loop.bf", "--mode", "jit-direct", "--jit-threshold", "1",
+         "--stencil", "CELL_ADD=CELL_ADD:holey"],
+        {"loop.bf": "+++[->+<]", "proto/": "",
+         "proto/holey.py": "from peachpy.x86_64 import MOV, eax, al, ADD, byte\n"
+                           "from jitstubs.asm import HEAD, stencil\n"
+                           "@stencil('CELL_ADD:holey')\n"
+                           "def holey(a):\n"
+                           "    a(MOV(eax, a.hole('oparg')), ADD(byte[HEAD], al))\n"
+                           "    a.jmp_hole('handler')\n"},
+        ("hole handler", "left unpatched"), env={"SHIMLAB_STENCILS": "{d}/proto"}),
 ]
 
 
@@ -119,7 +131,8 @@ def _write_files(d, files):
         p = d / name
         if name.endswith("/"):
             p.mkdir()
-            p.chmod(0o555)
+            if content is None:         # None: read-only; "": an ordinary directory
+                p.chmod(0o555)
             continue
         if callable(content):
             data = content(p)
@@ -139,8 +152,10 @@ def test_bad_input(row, tmp_path):
     _write_files(tmp_path, row.files)
     before = _listing(tmp_path)
     argv = [a.replace("{d}", str(tmp_path)) for a in row.argv]
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1",
+           **{k: v.replace("{d}", str(tmp_path)) for k, v in row.env.items()}}
     r = subprocess.run([sys.executable, "-m", "shimlab.cli", *argv], capture_output=True,
-                       stdin=subprocess.DEVNULL, timeout=300)
+                       stdin=subprocess.DEVNULL, timeout=300, env=env)
     err = r.stderr.decode(errors="replace")
     assert r.returncode == row.status, err
     assert "Traceback" not in err, err

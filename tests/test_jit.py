@@ -26,7 +26,7 @@ from conftest import EXAMPLES, ROOT, get_build, interpreter_configs
 from shimlab import isa, isolate, reference, vm
 from shimlab.build import JIT_MODES
 from shimlab.frontend import compile_text, load_program
-from test_modes import bf_programs, minipy_programs
+from strategies import bf_programs, minipy_programs
 
 
 def _jit_cc() -> str | None:

@@ -44,6 +44,21 @@ def _print_counts(program, counts, out) -> None:
                       f"{100.0 * counts[i] / total:5.1f}%\n")
 
 
+def _stencil_overrides(specs) -> dict:
+    """--stencil OP=NAME: the JIT uses stencil NAME (a prototype) for OP."""
+    out = {}
+    for spec in specs or ():
+        op, sep, name = spec.partition("=")
+        if not sep or not op or not name:
+            raise ShimlabError(f"--stencil {spec}: expected OPCODE=STENCIL, e.g. DUP=DUP:mine")
+        from .jit import stencils
+        if name not in stencils.load():
+            raise ShimlabError(f"--stencil {spec}: no stencil named {name!r} (shimlab stencils "
+                               "list; prototypes come from jitstubs/ or $SHIMLAB_STENCILS)")
+        out[op] = name
+    return out
+
+
 def cmd_run(args) -> int:
     from . import build, isolate, reference, vm
     from .frontend import load_program
@@ -70,13 +85,15 @@ def cmd_run(args) -> int:
         jit = None
         if build.is_jit(args.mode):
             jit = {"threshold": args.jit_threshold, "stats": args.stats,
-                   "perf_map": args.perf_map}
-        elif args.stats or args.perf_map:
-            raise ShimlabError("--stats and --perf-map need a JIT mode (jit-shim, jit-direct, "
-                               "jit-direct-handler, jit-table)")
+                   "perf_map": args.perf_map, "stencils": _stencil_overrides(args.stencil)}
+        elif args.stats or args.perf_map or args.stencil:
+            raise ShimlabError("--stats, --perf-map and --stencil need a JIT mode (jit-shim, "
+                               "jit-direct, jit-direct-handler, jit-table)")
         what = f"the {args.mode} interpreter ({b.compiler.name}) running {args.file}"
 
         def child():
+            if jit is None:
+                return vm.run(b, program, data), None
             with vm.Loaded(b, program, data, jit=jit) as loaded:
                 result = loaded.run()
                 return result, loaded.jit.report() if loaded.jit and args.stats else None
@@ -139,6 +156,8 @@ def parser() -> argparse.ArgumentParser:
                    help="JIT modes: traces compiled, their sizes, entries and exits (stderr)")
     p.add_argument("--perf-map", action="store_true",
                    help="JIT modes: write /tmp/perf-PID.map so perf report names the traces")
+    p.add_argument("--stencil", action="append", metavar="OP=NAME",
+                   help="JIT modes: use stencil NAME for instruction OP (a prototype)")
     p.add_argument("--isolate", action=argparse.BooleanOptionalAction, default=None,
                    help="run in a child process, so a crash is reported, not fatal "
                         "(default: on for native modes and with --timeout)")

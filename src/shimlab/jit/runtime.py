@@ -58,6 +58,7 @@ class Jit:
                  perf_map: bool = False, max_trace: int = MAX_TRACE,
                  max_trace_bytes: int = MAX_TRACE_BYTES, max_code_bytes: int = MAX_CODE_BYTES,
                  stretches: tuple = (), record: bool = True, stencils: dict | None = None,
+                 verify_wx: bool = False,
                  source: str = "peachpy"):
         """stretches: (first pc, end pc) of straight-line code to compile as
         traces before the first run (benchmarks place their crossings so);
@@ -78,6 +79,7 @@ class Jit:
         self.counters = f.new("int64_t[]", [threshold if record else NEVER] * n)
         self.stretches = list(stretches)
         self.overrides = dict(stencils or {})
+        self.verify_wx = verify_wx       # read /proc/self/maps after every compile (tests)
         self.source = source
         names = {ins.name for ins in isa.INSTRUCTIONS}
         self.traceable = f.new("uint8_t[]", [1 if ins.name in TRACEABLE else 0
@@ -203,6 +205,8 @@ class Jit:
         self.stats.traces.append(info)
         if self.perf_map:
             self._write_perf_map(info, compiled)
+        if self.verify_wx:
+            _check_no_wx_mapping()
         self.entry[trace.start] = f.cast("void *", address)
         op = ENTER_JIT
         if self.table is not None and self.slots_used < self.table_slots:
@@ -259,3 +263,11 @@ class Jit:
 
     def close(self) -> None:
         self.memory.release()
+
+
+def _check_no_wx_mapping() -> None:
+    """W^X, checked: no mapping of this process is writable and executable."""
+    with open("/proc/self/maps") as f:
+        bad = [line.strip() for line in f if "w" in line.split()[1] and "x" in line.split()[1]]
+    if bad:
+        raise JitError(f"a mapping is writable and executable: {bad[0]}")
