@@ -1,13 +1,16 @@
 """Stencils registered at run time (shimlab.jit.stencils.register): what a
 notebook prototypes without writing into jitstubs/.  They must be found by
 the oracle test and by the JIT, refuse to shadow built stencils, and go away
-when unregistered."""
+when unregistered; a JIT stencil override must keep inner loops intact."""
 from __future__ import annotations
+
+import signal
 
 import pytest
 
-from conftest import interpreter_configs
-from shimlab import isolate
+from conftest import EXAMPLES, interpreter_configs
+from shimlab import build, isolate, reference, vm
+from shimlab.frontend import load_program
 from shimlab.jit import stencils, stenciltest
 from shimlab.jit.stencils import StencilError
 
@@ -75,3 +78,24 @@ def test_the_oracle_test_passes_a_good_prototype_and_catches_a_broken_one():
                            JIT_CC[0])
     assert good == []
     assert bad and "stack is" in bad[0]
+
+
+def _run_bounded(b, program, jit):
+    signal.alarm(60)                 # a wrong back-edge loops forever: fail, do not hang
+    with vm.Loaded(b, program, b"", jit=jit) as loaded:
+        return loaded.run().output
+
+
+@needs_jit
+@pytest.mark.parametrize("mode", ["jit-shim", "jit-direct"])
+def test_the_jit_uses_a_prototype_and_keeps_inner_loops(mode):
+    """nested_loops.py has traces that hold inner loops; an override once
+    dropped their back-edge target and the program never ended."""
+    program = load_program(str(EXAMPLES / "minipy" / "nested_loops.py"))
+    b = build.build(mode, JIT_CC[0])
+    with stencils.extra_stencils([_assemble("LOAD_INT:test-rax", "rax")]):
+        for threshold in (1, 64):
+            out = isolate.call("override", _run_bounded, b, program,
+                               {"stencils": {"LOAD_INT": "LOAD_INT:test-rax"},
+                                "threshold": threshold})
+            assert out == reference.run(program).output
