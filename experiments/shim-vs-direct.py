@@ -113,8 +113,13 @@ print("\n" + transitions.reading(a))
 # (cycles(M') − cycles(M)) / (M' − M); each step has its own interval
 # (bootstrap replicates of the two medians).  The stretch length is
 # J / M' VM instructions in the trace per segment.  A step far above the
-# others is where the crossing stops being the same cost: in the full sweep
-# on this machine the shim's jumps at M = 32, stretches of 2 instructions.
+# others is where the crossing stops being the same cost.  An earlier full
+# sweep on this machine saw the shim's cost per round trip jump from about 7
+# to about 20 cycles at M = 32 (stretches of 2 VM instructions); a full run
+# of this notebook did not see it again (16 → 32: 8.2 [7.4, 8.9] cycles),
+# and there the dearest step of every mode was the first, M 1 → 2, with wide
+# intervals.  The findings below say, per run, whether any step stands out
+# beyond the intervals of all the others.
 
 # %%
 def marginal(r, ms):

@@ -315,17 +315,8 @@ def jit_callgrind_profile(job: dict, timeout: float = 1800) -> dict:
 
 def main() -> int:
     """`python -m shimlab.bench.hotspots < job.json`: the profiled JIT run."""
-    job = json.loads(sys.stdin.read())
-    try:
-        out = jit_child(job)
-    except SystemExit as e:
-        print(json.dumps({"error": str(e.code)}))
-        return 1
-    except Exception as e:
-        print(json.dumps({"error": f"{type(e).__name__}: {e}"}))
-        return 1
-    print(json.dumps(out))
-    return 0
+    from .worker import answer
+    return answer(jit_child, json.loads(sys.stdin.read()))
 
 
 if __name__ == "__main__":
