@@ -12,7 +12,7 @@
 # ---
 
 # %% [markdown]
-# # Per-opcode profile: where the time goes per VM instruction in the tail-call interpreter
+# # Per-opcode profile: where the time goes per VM instruction in the tail-call interpreter, and per stencil in JIT traces
 #
 # In the tail-call interpreter every handler is its own function
 # (`sl_op_NAME`), so an ordinary per-function profile is a per-opcode
