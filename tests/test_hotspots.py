@@ -62,3 +62,59 @@ def test_perf_probe_answers_with_a_reason():
         assert sum(samples.values()) > 0
     else:
         pytest.skip(why)
+
+
+# -- JIT runs ---------------------------------------------------------------------
+
+MAP = """\
+7f0000001000 40 shimlab:trace0:examples/bf/x.bf:pc12
+7f0000001000 8 shimlab:trace0:CELL_ADD@pc12
+7f0000001008 1e shimlab:trace0:MOVE@pc13
+7f0000001026 10 shimlab:trace0:exit->pc15
+7f0000002000 10 shimlab:trace1:x.bf:pc3
+7f0000002000 10 shimlab:trace1:JUMP_IF_CELL_ZERO:fallthrough@pc3
+55aa00000000 20 python:some_function
+"""
+
+
+def test_perf_map_names_the_innermost_stencil(tmp_path):
+    path = tmp_path / "perf-1.map"
+    path.write_text(MAP)
+    entries = hotspots.read_perf_map(path)
+    assert len(entries) == 6                        # only shimlab's lines
+    assert hotspots.resolve(entries, 0x7f0000001009) == "trace0:MOVE@pc13"
+    assert hotspots.resolve(entries, 0x7f0000001030) == "trace0:exit->pc15"
+    assert hotspots.resolve(entries, 0x7f000000103f) == "trace0:examples/bf/x.bf:pc12"
+    assert hotspots.resolve(entries, 0x7f0000003000) is None
+    assert hotspots.trace_headers(entries) == {0: 12, 1: 3}
+    assert hotspots.split_jit_name("trace0:MOVE@pc13") == (0, "MOVE", 13)
+    assert hotspots.split_jit_name("trace1:JUMP_IF_CELL_ZERO:fallthrough@pc3") == \
+        (1, "JUMP_IF_CELL_ZERO:fallthrough", 3)
+    assert hotspots.split_jit_name("trace0:exit->pc15") == (0, "exit", 15)
+    assert hotspots.split_jit_name("trace0:examples/bf/x.bf:pc12") == (0, "trace", 12)
+
+
+def _jit_job(samples):
+    return {"mode": "jit-direct", "cc": "clang-19", "program": str(EXAMPLES / "bf" / "squares.bf"),
+            "input": None, "samples": samples, "quiet_runs": 3}
+
+
+def test_jit_perf_profile_names_traces_in_steady_state():
+    ok, why = hotspots.perf_available()
+    if not ok:
+        pytest.skip(why)
+    p = hotspots.jit_perf_profile(_jit_job(300))
+    assert p["run"]["warmup_runs"] >= 3 and p["run"]["traces"] > 0
+    assert sum(p["jit"].values()) > sum(p["interpreter"].values())   # traces run the loops
+    names = [hotspots.split_jit_name(n) for n in p["jit"]]
+    assert all(i in p["traces"] for i, _, _ in names)
+    assert not list(__import__("pathlib").Path("/tmp").glob(f"perf-{p['run']['pid']}.map"))
+
+
+def test_jit_callgrind_profile_counts_the_measured_runs_only():
+    """The recorder (sl_rec) runs during warm-up only: its instructions are
+    gone when the warm-up is subtracted; JIT code is counted, unnamed."""
+    p = hotspots.jit_callgrind_profile(_jit_job(2))
+    assert p["run"]["recordings_measured"] == 0
+    assert p["jit"]["???"] > 0
+    assert "sl_rec" not in p["interpreter"] and p["interpreter"]

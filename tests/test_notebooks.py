@@ -14,7 +14,8 @@ import pytest
 
 from shimlab import reproduce, toolchain
 
-NOTEBOOKS = ["dispatch-by-compiler", "the-illusion", "per-opcode-profile"]
+# every notebook the registry knows (experiments/*.py): a new one is run too
+NOTEBOOKS = list(reproduce.notebooks())
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -105,6 +106,65 @@ def test_per_opcode_profile_covers_bf_and_minipy(outputs):
         assert sum(r["instructions"] for r in p["shares"]) == pytest.approx(1.0)
         assert sum(p["executed"].values()) > 0
         assert any(not name.endswith("()") for name in p["instructions"])
+
+
+def test_the_registry_has_the_notebooks_of_issue_6():
+    assert {"dispatch-by-compiler", "the-illusion", "per-opcode-profile", "shim-vs-direct",
+            "stencil-playground"} <= set(NOTEBOOKS)
+
+
+def _jit_ccs():
+    return _builds_here("jit-direct")
+
+
+def test_shim_vs_direct_has_every_crossing_its_steps_and_whole_programs(outputs):
+    results = json.loads((outputs["shim-vs-direct"][1] / "results.json").read_text())
+    if not _jit_ccs():
+        pytest.skip("no compiler here builds the JIT modes")
+    t = results["transitions"]
+    ms = t["size"]["ms"]
+    modes = ("jit-shim", "jit-direct", "jit-direct-handler")
+    for mode in modes:
+        r = t["modes"][mode]
+        lo, hi = r["round_trip"]["ci95"]
+        assert lo <= r["round_trip"]["value"] <= hi
+        steps = results["marginal"][mode]
+        assert [(s["from_m"], s["to_m"]) for s in steps] == list(zip(ms, ms[1:]))
+        for s in steps:
+            assert s["ci95"][0] <= s["value"] <= s["ci95"][1]
+    assert set(t["floors"]) == {"jump", "indirect", "call-ret", "call-save6"}
+    seen = {(r["workload"], r["mode"]) for r in results["programs"]}
+    for w in ("nested.bf", "nested_loops.py"):
+        for mode in ("tailcall",) + modes:
+            assert (w, mode) in seen
+    for r in results["programs"]:
+        assert r["ci95"][0] <= r["vs_tailcall"] <= r["ci95"][1]
+
+
+def test_stencil_playground_passes_the_prototype_and_catches_the_broken_one(outputs):
+    results = json.loads((outputs["stencil-playground"][1] / "results.json").read_text())
+    if not _jit_ccs():
+        pytest.skip("no compiler here builds the JIT modes")
+    oracle = results["oracle"]
+    assert oracle["LOAD_INT"]["failures"] == [] and oracle["LOAD_INT:rax"]["failures"] == []
+    assert oracle["LOAD_INT:dword"]["failures"]
+    assert "hole oparg" in results["stencils"]["LOAD_INT:rax"]["disassembly"]
+    assert results["whole_program"]["matches_oracle"] is True
+    r = results["timing"]["LOAD_INT:rax"]["vs_standard"]
+    assert 0 < r[1] <= r[0] <= r[2]
+
+
+def test_per_opcode_profile_names_jit_code(outputs):
+    results = json.loads((outputs["per-opcode-profile"][1] / "results.json").read_text())
+    if not _jit_ccs():
+        pytest.skip("no compiler here builds the JIT modes")
+    (p,) = [p for p in results["jit_profiles"] if p["workload"] == "bf/nested.bf"]
+    assert sum(r["share"] for r in p["rows"]) == pytest.approx(1.0)
+    jit = [r for r in p["rows"] if r["kind"] == "JIT"]
+    assert jit and sum(r["share"] for r in jit) > 0.5        # traces run nearly everything
+    if p["unit"].startswith("cpu-clock"):                    # named through the perf map
+        assert p["per_trace"] and all(r["where"] != "JIT code (unnamed)" for r in jit)
+        assert (outputs["per-opcode-profile"][1] / "per-opcode-profile-jit.png").exists()
 
 
 def test_list_names_every_notebook_with_a_line():

@@ -91,6 +91,8 @@ def test_tiny_sweep_table_json_and_plot(tmp_path, capsys):
         # exact instruction counts are linear in M: the slope is an integer
         assert r["instructions"] == pytest.approx(round(r["instructions"]), abs=1e-6)
         assert len(r["per_iteration"]) == len(transitions.SIZES["tiny"]["ms"])
+        for v, e in zip(r["per_iteration"], r["per_iteration_ci"]):
+            assert e["value"] == v and e["ci95"][0] <= v <= e["ci95"][1]
     # the shim does more work per round trip than a direct crossing, exactly
     assert summary["modes"]["jit-shim"]["instructions"] > summary["modes"]["jit-direct"]["instructions"]
     assert out.with_suffix(".png").stat().st_size > 1000
@@ -113,3 +115,12 @@ def test_programs_bench_runs_and_reports_ratios(tmp_path, capsys):
     for mode in ("tailcall", "jit-shim", "jit-direct", "jit-direct-handler"):
         assert f"squares.bf        {mode}" in text or mode in text
     assert "vs tailcall" in text and (tmp_path / "p.json").exists()
+    # the rows as records (what the shim-vs-direct notebook plots)
+    from shimlab.bench import programs
+    from shimlab.bench.results import ResultFile
+    records = programs.ratios(ResultFile.load(tmp_path / "p.json"),
+                              [str(EXAMPLES / "bf" / "squares.bf")], JIT_CC[0])
+    assert [r["mode"] for r in records] == list(programs.MODES)
+    assert records[0]["vs_tailcall"] == pytest.approx(1.0) and records[0]["verdict"] == "baseline"
+    for r in records:
+        assert r["ci95"][0] <= r["vs_tailcall"] <= r["ci95"][1] and r["cycles_per_instr"] > 0

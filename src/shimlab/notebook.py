@@ -72,11 +72,13 @@ def options() -> harness.Options:
                            max_processes=15)
 
 
-def measure(configs: list[harness.Config], path: Path) -> ResultFile:
-    """Runs the configurations through the harness into a fresh results file."""
+def measure(configs: list[harness.Config], path: Path,
+            opts: harness.Options | None = None) -> ResultFile:
+    """Runs the configurations through the harness into a fresh results file
+    (with options(), unless a notebook needs its own, e.g. longer warm-up)."""
     path.unlink(missing_ok=True)
     results = ResultFile(path)
-    outcome = harness.measure(configs, results, options())
+    outcome = harness.measure(configs, results, opts or options())
     for key, why in outcome.failures.items():
         print(f"note: {key} failed: {why}", file=sys.stderr)
     if outcome.interrupted:

@@ -4,6 +4,13 @@ Each tail-call handler is its own function (sl_op_NAME), so a per-function
 profile is a per-opcode profile: exact self instruction counts from
 `valgrind --tool=callgrind`, and time samples from `perf record -e cpu-clock`
 where the kernel allows it (a software event: no hardware counters needed).
+
+JIT code has no symbols of its own: a JIT run writes /tmp/perf-PID.map
+(`ADDR SIZE shimlab:traceN:STENCIL@pcX`), which names each stencil of each
+trace to perf.  jit_perf_profile samples a JIT run in its steady state only
+(after warm-up runs that compiled every trace), so time spent recording and
+compiling traces in Python stays out; callgrind, the fallback, counts JIT
+code as one unnamed object ('???').
 """
 from __future__ import annotations
 
@@ -24,6 +31,9 @@ _COST_LINE = re.compile(r"^[0-9+\-*]")
 _RECURSION = re.compile(r"'\d+$")          # callgrind's sl_op_MOVE'2 (a cycle level)
 _NAMED = re.compile(r"^\((\d+)\)(?:\s+(.*))?$")
 _PERF_LINE = re.compile(r"^\s*[0-9a-f]+\s+(.*?)\s+\((.*)\)\s*$")
+# perf script -F pid,time,ip,sym,dso
+_PERF_TIMED = re.compile(r"^\s*(\d+)\s+(\d+\.\d+):\s+([0-9a-f]+)\s+(.*?)\s+\((.*)\)\s*$")
+JIT_PREFIX = "shimlab:"
 
 
 def _worker_env() -> dict:
@@ -146,3 +156,168 @@ def by_handler(functions: Counter) -> Counter:
     for name, n in functions.items():
         out[name[len(HANDLER_PREFIX):] if name.startswith(HANDLER_PREFIX) else f"{name}()"] += n
     return out
+
+
+# -- JIT runs: traces named through the perf map ------------------------------------
+
+def read_perf_map(path) -> list[tuple[int, int, str]]:
+    """(start, size, name without "shimlab:") of each shimlab line of a perf map."""
+    out = []
+    for line in Path(path).read_text().splitlines():
+        parts = line.split(None, 2)
+        if len(parts) == 3 and parts[2].startswith(JIT_PREFIX):
+            out.append((int(parts[0], 16), int(parts[1], 16), parts[2][len(JIT_PREFIX):]))
+    return out
+
+
+def resolve(entries: list[tuple[int, int, str]], ip: int) -> str | None:
+    """The innermost map entry holding ip: a stencil or an exit slot rather
+    than the whole trace, whose line spans them all."""
+    best = None
+    for start, size, name in entries:
+        if start <= ip < start + size and (best is None or size < best[1]):
+            best = (start, size, name)
+    return None if best is None else best[2]
+
+
+def _settle(loaded, quiet_runs: int, max_runs: int) -> int:
+    """Runs the program until `quiet_runs` runs in a row record nothing new
+    (a rarely hot loop can reach its threshold many runs in); returns the
+    number of warm-up runs."""
+    quiet, runs = 0, 0
+    while quiet < quiet_runs and runs < max_runs:
+        before = loaded.jit.stats.recordings
+        result = loaded.run()
+        if result.status:
+            from .. import vm
+            raise SystemExit(vm.describe_error(loaded.program, result))
+        runs += 1
+        quiet = quiet + 1 if loaded.jit.stats.recordings == before else 0
+    return runs
+
+
+def jit_child(job: dict) -> dict:
+    """In the profiled process: warm up until the traces settle, then the
+    measured runs, timed on CLOCK_MONOTONIC (perf record -k CLOCK_MONOTONIC
+    stamps samples on the same clock)."""
+    import time
+    from .. import build, vm
+    from ..frontend import load_program
+    stale = Path(f"/tmp/perf-{os.getpid()}.map")      # a reused pid's old map would mislead
+    stale.unlink(missing_ok=True)
+    b = build.build(job["mode"], job["cc"])
+    program = load_program(job["program"])
+    data = Path(job["input"]).read_bytes() if job.get("input") else b""
+    with vm.Loaded(b, program, data, jit={"perf_map": bool(job.get("perf_map", True))}) as loaded:
+        warm = _settle(loaded, int(job.get("quiet_runs", 10)), int(job.get("max_warmup", 200)))
+        before = loaded.jit.stats.recordings
+        t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        loaded.bench(0, int(job["samples"]))
+        t1 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        return {"pid": os.getpid(), "t0": t0, "t1": t1, "warmup_runs": warm,
+                "traces": len(loaded.jit.stats.traces),
+                "recordings_measured": loaded.jit.stats.recordings - before}
+
+
+def jit_perf_profile(job: dict, frequency: int = 10000, timeout: float = 300) -> dict:
+    """cpu-clock samples of a JIT run's steady state: {"interpreter": Counter
+    by function of the interpreter's shared object, "jit": Counter by perf
+    map name (traceN:STENCIL@pcX, traceN:exit->pcY), "other": samples
+    elsewhere (Python, libc, kernel), "run": what the child reported}.
+    job: mode, cc, program, input, samples (measured runs)."""
+    from .. import build
+    so = os.path.realpath(str(build.build(job["mode"], job["cc"]).path))
+    with tempfile.TemporaryDirectory(prefix="shimlab-perf-") as tmp:
+        data = os.path.join(tmp, "perf.data")
+        proc = _run(["perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-e", "cpu-clock",
+                     "-F", str(frequency), "-o", data, "--", sys.executable, "-m",
+                     "shimlab.bench.hotspots"], job, "perf record", timeout)
+        run = json.loads(proc.stdout.strip().splitlines()[-1])
+        perf_map = Path(f"/tmp/perf-{run['pid']}.map")
+        try:
+            script = subprocess.run(["perf", "script", "-i", data, "-F", "pid,time,ip,sym,dso"],
+                                    capture_output=True, text=True, timeout=timeout)
+            entries = read_perf_map(perf_map) if perf_map.exists() else []
+        finally:
+            perf_map.unlink(missing_ok=True)      # ours: the child wrote it
+    t0, t1 = run["t0"] / 1e9, run["t1"] / 1e9
+    interp, jit, other = Counter(), Counter(), 0
+    for line in script.stdout.splitlines():
+        m = _PERF_TIMED.match(line)
+        if not m or int(m.group(1)) != run["pid"] or not t0 <= float(m.group(2)) <= t1:
+            continue
+        name = resolve(entries, int(m.group(3), 16))
+        if name is not None:
+            jit[name] += 1
+        elif os.path.realpath(m.group(5)) == so:
+            interp[m.group(4) or "[unknown]"] += 1
+        else:
+            other += 1
+    return {"interpreter": interp, "jit": jit, "other": other, "run": run,
+            "traces": trace_headers(entries)}
+
+
+def split_jit_name(name: str) -> tuple[int, str, int]:
+    """(trace index, stencil, pc) of a perf map name: traceN:STENCIL@pcX is a
+    stencil, traceN:exit->pcY an exit slot (stencil "exit", resuming at Y),
+    traceN:PROGRAM:pcS the trace outside its stencils (stencil "trace")."""
+    trace, _, rest = name.partition(":")
+    index = int(trace[len("trace"):])
+    if rest.startswith("exit->pc"):
+        return index, "exit", int(rest[len("exit->pc"):])
+    if "@pc" in rest:
+        stencil, _, pc = rest.rpartition("@pc")
+        return index, stencil, int(pc)
+    return index, "trace", int(rest.rpartition(":pc")[2])
+
+
+def trace_headers(entries: list[tuple[int, int, str]]) -> dict[int, int]:
+    """Trace index -> the pc of its loop header, from the whole-trace lines
+    of a perf map (traceN:PROGRAM:pcS; stencils are traceN:NAME@pcX)."""
+    out = {}
+    for _, _, name in entries:
+        m = re.match(r"^trace(\d+):(.*):pc(\d+)$", name)
+        if m and "@pc" not in name and "exit->" not in name:
+            out[int(m.group(1))] = int(m.group(3))
+    return out
+
+
+def jit_callgrind_profile(job: dict, timeout: float = 1800) -> dict:
+    """The fallback without perf: machine instructions per function in the
+    measured runs, {"interpreter": Counter by function, "jit": Counter({"???":
+    n}), "run": ...}; callgrind has no names for JIT code, all of it is '???'.
+
+    callgrind cannot be told to start counting after the warm-up here (it does
+    not see sl_bench entered from cffi), so it runs the job twice, with
+    job["samples"] measured runs and with none: the warm-up is deterministic
+    (same program, same counters, same recordings), so the difference is the
+    measured runs exactly."""
+    if shutil.which("valgrind") is None:
+        raise ToolchainError("valgrind not found (apt-get install valgrind)")
+    counts = []
+    for samples in (int(job["samples"]), 0):
+        with tempfile.TemporaryDirectory(prefix="shimlab-cg-") as tmp:
+            out = os.path.join(tmp, "callgrind.out")
+            proc = _run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                         "--toggle-collect=sl_interpret", sys.executable, "-m",
+                         "shimlab.bench.hotspots"], {**job, "samples": samples, "perf_map": False},
+                        "callgrind", timeout)
+            text = Path(out).read_text()
+        counts.append((parse_callgrind(text), sum(parse_callgrind(text, "???").values()),
+                       json.loads(proc.stdout.strip().splitlines()[-1])))
+    (full, jit_full, run), (warm, jit_warm, run0) = counts
+    if run["warmup_runs"] != run0["warmup_runs"] or run["traces"] < run0["traces"]:
+        raise RunError(f"callgrind: the two runs of {Path(job['program']).name} warmed up "
+                       f"differently ({run0['warmup_runs']} and {run['warmup_runs']} runs)")
+    interp = Counter({f: n - warm.get(f, 0) for f, n in full.items() if n - warm.get(f, 0) > 0})
+    return {"interpreter": interp, "jit": Counter({"???": jit_full - jit_warm}), "run": run}
+
+
+def main() -> int:
+    """`python -m shimlab.bench.hotspots < job.json`: the profiled JIT run."""
+    from .worker import answer
+    return answer(jit_child, json.loads(sys.stdin.read()))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -33,17 +33,48 @@ def add_parser(bsub) -> None:
     p.set_defaults(fn=main)
 
 
-def main(args) -> int:
-    cc = toolchain.get_compiler(args.cc, need=set(toolchain.MODE_FEATURES["jit-direct"])).name
-    workloads = args.workload or [str(ROOT / "examples" / w)
-                                  for w in WORKLOADS["quick" if args.quick else "full"]]
+def configs_for(workloads: list[str], cc: str, modes=MODES) -> list[harness.Config]:
+    """Each workload (a path; its .in file, if any, is the input) in each mode."""
     configs = []
     for w in workloads:
         if not Path(w).exists():
             raise ShimlabError(f"{w}: no such workload")
         inp = Path(w).with_suffix(".in")
         configs += [harness.Config("programs", w, m, cc, str(inp) if inp.exists() else None)
-                    for m in MODES]
+                    for m in modes]
+    return configs
+
+
+def ratios(results: ResultFile, workloads: list[str], cc: str, modes=MODES) -> list[dict]:
+    """One record per measured (workload, mode): median cycles per VM
+    instruction and time against the same workload under tailcall with its
+    95% bootstrap interval and verdict.  A workload without its tailcall
+    baseline has no records."""
+    out = []
+    for w in workloads:
+        name = Path(w).name
+        base = f"programs/{name}/tailcall/{cc}"
+        if base not in results:
+            continue
+        bg = results.get(base).cycles_groups()
+        n = results.get(base).runs[0].vm_instructions
+        for m in modes:
+            key = f"programs/{name}/{m}/{cc}"
+            if key not in results:
+                continue
+            g = results.get(key).cycles_groups()
+            r, lo, hi = stats.ratio_ci(g, bg)
+            out.append({"workload": name, "mode": m, "cycles_per_instr": stats.median(g) / n,
+                        "vs_tailcall": r, "ci95": [lo, hi],
+                        "verdict": "baseline" if m == "tailcall" else stats.verdict(r, lo, hi)})
+    return out
+
+
+def main(args) -> int:
+    cc = toolchain.get_compiler(args.cc, need=set(toolchain.MODE_FEATURES["jit-direct"])).name
+    workloads = args.workload or [str(ROOT / "examples" / w)
+                                  for w in WORKLOADS["quick" if args.quick else "full"]]
+    configs = configs_for(workloads, cc)
     opts = harness.Options(processes=args.processes or (3 if args.quick else 5), warmup=2,
                            samples=args.samples or (10 if args.quick else 5), cpu=args.cpu)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -57,21 +88,13 @@ def main(args) -> int:
         return 130
     rows = []
     for w in workloads:
-        name = Path(w).name
-        base = f"programs/{name}/tailcall/{cc}"
-        if base not in results:
-            continue
-        bg = results.get(base).cycles_groups()
-        n = results.get(base).runs[0].vm_instructions
-        for m in MODES:
-            key = f"programs/{name}/{m}/{cc}"
-            if key not in results:
-                continue
-            g = results.get(key).cycles_groups()
-            r, lo, hi = stats.ratio_ci(g, bg)
-            rows.append((name, m, f"{stats.median(g) / n:.3f}", f"{r:.3f}", f"[{lo:.3f}, {hi:.3f}]",
-                         "baseline" if m == "tailcall" else stats.verdict(r, lo, hi)))
-        rows.append(None)
+        records = ratios(results, [w], cc)
+        for r in records:
+            lo, hi = r["ci95"]
+            rows.append((r["workload"], r["mode"], f"{r['cycles_per_instr']:.3f}",
+                         f"{r['vs_tailcall']:.3f}", f"[{lo:.3f}, {hi:.3f}]", r["verdict"]))
+        if records:
+            rows.append(None)
     print(table(rows[:-1], ["workload", "mode", "cycles/VM instr", "vs tailcall", "95% CI",
                             "verdict"], align="lllrll"))
     print(f"({cc}; JIT modes warm up twice first, so the traces are compiled before timing)")

@@ -122,6 +122,9 @@ def analyze(results: ResultFile, size: dict, cc: str, modes=MODES,
         ins = [results.get(k).runs[0].instructions for k in keys]
         ins_slope = _slope(ms, [i / n for i in ins]) if None not in ins else None
         out["modes"][mode] = {"per_iteration": meds, "round_trip": slope,
+                              # each M's median with its replicates: for marginal
+                              # costs between consecutive M and error bars
+                              "per_iteration_ci": [_estimate(v, r) for v, r in zip(meds, reps)],
                               "instructions": ins_slope,
                               "instructions_per_iteration": [None if i is None else i / n
                                                              for i in ins],

@@ -111,8 +111,14 @@ def main() -> int:
         except (SystemExit, Exception) as e:
             print(json.dumps({"error": str(e)}))
             return 1
+    return answer(run_job, job)
+
+
+def answer(fn, job: dict) -> int:
+    """Prints fn(job) as one JSON line, or {"error": ...}; the exit status.
+    (Also the protocol of the profiled JIT run in hotspots.py.)"""
     try:
-        out = run_job(job)
+        out = fn(job)
     except SystemExit as e:
         print(json.dumps({"error": str(e.code)}))
         return 1

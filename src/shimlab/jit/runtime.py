@@ -4,7 +4,7 @@ installation (ENTER_JIT at the loop header), --stats and --perf-map."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .. import contract, isa
 from ..errors import ShimlabError
@@ -173,8 +173,9 @@ class Jit:
     def _install(self, trace: Trace, code_base: int) -> None:
         f = self.ffi
         if self.overrides:
-            trace.ops = [TraceOp(t.pc, t.op, t.arg, self.overrides.get(t.stencil, t.stencil),
-                                 t.exit_pc) for t in trace.ops]
+            # replace keeps every other field (an inner back-edge's loop_pc)
+            trace.ops = [replace(t, stencil=self.overrides.get(t.stencil, t.stencil))
+                         for t in trace.ops]
         info = TraceInfo(len(self.stats.traces), trace.start, len(trace.ops), 0, trace.closed,
                          trace.why_end, [])
         ctx = jit_compile.Context(self.mode, code_base, self.loaded.program.consts, self.code,

@@ -1,9 +1,16 @@
 """Loads the stencil artifact that jitstubs/build.py writes, rebuilding it
-when any of its inputs changed (the artifact is headed by their hash)."""
+when any of its inputs changed (the artifact is headed by their hash).
+
+A prototype can also be registered at run time (register, extra_stencils):
+it lives in this process and the children forked from it, never in the
+artifact or the source tree, and the JIT and `stenciltest` find it by name
+like a built stencil.  This is how a notebook tries a stencil out."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -43,12 +50,18 @@ def load(state: dict | None = None, source: str = "peachpy", cc: str | None = No
     source "clang" the instruction stencils are compiled from C by `cc`
     (jit/cstencils.py) and the exits and counters stay PeachPy's."""
     peachpy = _load(tuple((state or contract.STATE).items()))
+    if _extra:
+        peachpy = {**peachpy, **_extra}
     if source == "peachpy":
         return peachpy
     if source != "clang":
         raise StencilError(f"unknown stencil source {source!r} (choose from {', '.join(SOURCES)})")
     from . import cstencils
     return {**peachpy, **cstencils.load(cc)}
+
+
+# Stencils registered at run time, by name (see register).
+_extra: dict = {}
 
 
 @lru_cache(maxsize=None)
@@ -85,3 +98,57 @@ def hole_widths() -> dict[str, int]:
     _jitstubs()
     from jitstubs.asm import HOLE_WIDTH
     return dict(HOLE_WIDTH)
+
+
+def register(stencil):
+    """Adds an assembled stencil (jitstubs.asm.assemble checked its holes) for
+    this process and children forked from it; returns it, disassembled.
+
+    Its name is INSTRUCTION:variant, as for a built variant, so that
+    `stenciltest` knows what to hold it to and `jit={"stencils": {...}}` can
+    put it in place of the standard one.  A name the artifact has is refused:
+    a prototype never silently replaces a built stencil.  Registering a name
+    again replaces the earlier prototype (a notebook cell run twice)."""
+    _jitstubs()
+    from jitstubs.asm import Stencil
+    from jitstubs.build import disassemble
+    from .. import isa
+    if not isinstance(stencil, Stencil):
+        raise StencilError(f"register wants a jitstubs.asm.Stencil (from jitstubs.asm.assemble), "
+                           f"not {type(stencil).__name__}")
+    base, _, variant = stencil.name.partition(":")
+    if base not in isa.BY_NAME or not variant:
+        raise StencilError(f"stencil {stencil.name!r}: name it INSTRUCTION:variant "
+                           f"(e.g. DUP:mine) after the VM instruction it implements")
+    if stencil.name in _load(tuple(contract.STATE.items())):
+        raise StencilError(f"stencil {stencil.name} is built from jitstubs/ already: register "
+                           f"the prototype under another variant name")
+    if not stencil.disassembly:
+        stencil = dataclasses.replace(stencil,
+                                      disassembly=disassemble(stencil.code, stencil.holes))
+    _extra[stencil.name] = stencil
+    return stencil
+
+
+def unregister(name: str) -> None:
+    _extra.pop(name, None)
+
+
+@contextmanager
+def extra_stencils(stencils):
+    """register() each stencil (a dict name -> Stencil, or an iterable of
+    them) for the duration of the with block; yields name -> Stencil."""
+    if isinstance(stencils, dict):
+        for name, s in stencils.items():
+            if getattr(s, "name", name) != name:
+                raise StencilError(f"extra_stencils: key {name!r} names stencil {s.name!r}")
+    items = list(stencils.values()) if isinstance(stencils, dict) else list(stencils)
+    added = {}
+    try:
+        for s in items:
+            s = register(s)
+            added[s.name] = s
+        yield added
+    finally:
+        for name in added:
+            unregister(name)

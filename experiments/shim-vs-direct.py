@@ -1,0 +1,282 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Shim vs direct: one interpreter/JIT round trip through a C shim and through direct tail calls, and what is left of it in whole programs
+#
+# The same traces, built from the same stencils, entered and left three
+# ways: `jit-shim` (an ordinary C call into a shim that saves the
+# callee-saved registers; the trace returns to it), `jit-direct` (the
+# interpreter tail-calls the trace, whose exit jumps through the dispatch
+# table) and `jit-direct-handler` (the exit jumps straight to the handler of
+# the instruction it resumes at).
+#
+# **The sweep** (`bench/transitions.py`, `bench/synthetic.py`): every loop
+# iteration does the same work, J VM instructions in traces and I in the
+# interpreter, split into M segments of [trace][interpreted]; programs with
+# different M run exactly the same VM instructions (a test checks it opcode
+# by opcode) and differ only in M round trips per iteration.  The cost of one
+# round trip is the slope of cycles per iteration against M.  The cost
+# *between consecutive M* shows whether that cost is the same for long and
+# short stretches; beside it, in the same run, one interpreter dispatch and
+# the machine-code floors (a jump, a predicted indirect jump, a call/ret, a
+# call that saves six registers).
+#
+# **Whole programs** (`bench/programs.py`): BF and minipy programs under
+# `tailcall` and the three JIT modes, time relative to `tailcall`.
+#
+# Run: `shimlab reproduce shim-vs-direct [--quick]`; outputs in
+# `experiments/out/shim-vs-direct/`.  Timing goes through the harness; every
+# number is a ratio, a slope or a difference from one run, with a 95%
+# bootstrap interval.
+
+# %%
+import sys
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from shimlab.bench import floors, harness, programs, transitions
+from shimlab import notebook as nb
+
+NAME = "shim-vs-direct"
+QUICK = nb.quick()
+OUT = nb.out_dir(NAME)
+SIZE_NAME = "quick" if QUICK else "full"
+SIZE = transitions.SIZES[SIZE_NAME]
+# exact machine instructions per round trip come from one batched callgrind
+# run (about 40 s here): in the full run only, the quick one stays short
+COUNT = not QUICK
+PROGRAMS = programs.WORKLOADS["quick" if QUICK else "full"]
+MODES = transitions.MODES
+ccs = nb.compilers(mode="jit-direct")
+if not ccs:
+    sys.exit("no compiler here builds the JIT modes (they need preserve_none: apt-get install clang-19)")
+CC = ccs[0].name
+print(f"quick={QUICK}; compiler {CC}; sweep size {SIZE_NAME!r}: M = {SIZE['ms']}, J = {SIZE['j']}, "
+      f"I = {SIZE['i']}, {SIZE['n']} iterations; programs: {', '.join(PROGRAMS)}")
+
+# %% [markdown]
+# ## The sweep
+#
+# The size's own worker processes and samples (`transitions.SIZES`), so the
+# numbers are those `shimlab bench transitions --size SIZE` prints.
+
+# %%
+procs, warmup, samples = SIZE["runs"]
+sweep = nb.measure(transitions.configs_for(SIZE, CC), OUT / "transitions.json",
+                   harness.Options(processes=procs, warmup=warmup, samples=samples,
+                                   count_instructions=COUNT))
+a = transitions.analyze(sweep, SIZE, CC)
+
+# %% [markdown]
+# ## Table: one round trip per crossing, in cycles, instructions and dispatches
+#
+# `cycles/round trip`: the slope against M; `dispatches`: that slope over
+# the cost of one interpreted instruction (the slope of a purely interpreted
+# loop against its length, same build, same run).  Instructions are exact
+# (callgrind) and only in the full run.
+
+# %%
+rows = []
+for mode, r in a["modes"].items():
+    rows.append((mode, r["round_trip"].fmt(2),
+                 "-" if r["instructions"] is None else f"{r['instructions']:.1f}",
+                 r["dispatches"].fmt(2), r["vs_direct"].fmt(2)))
+nb.show_table(rows, ["mode", "cycles/round trip [95% CI]", "instructions/round trip",
+                     "dispatches/round trip [95% CI]", "vs jit-direct [95% CI]"],
+              OUT, "table-round-trip", align="lllll")
+floor_rows = [(transitions.FLOOR_TEXT[f], e.fmt(2), floors.INSTRUCTIONS[f])
+              for f, e in a["floors"].items()]
+floor_rows.append(("one interpreter dispatch (LOAD_INT or POP)", a["dispatch"].fmt(2),
+                   "-" if a["dispatch_instructions"] is None
+                   else f"{a['dispatch_instructions']:.1f}"))
+nb.show_table(floor_rows, ["floor", "cycles [95% CI]", "instructions"], OUT, "table-floors",
+              align="llr")
+print("\n" + transitions.reading(a))
+
+# %% [markdown]
+# ## Marginal cost between consecutive M
+#
+# The slope assumes every round trip costs the same.  Between M and the
+# next M the cost per added round trip is
+# (cycles(M') − cycles(M)) / (M' − M); each step has its own interval
+# (bootstrap replicates of the two medians).  The stretch length is
+# J / M' VM instructions in the trace per segment.  A step far above the
+# others is where the crossing stops being the same cost.  An earlier full
+# sweep on this machine saw the shim's cost per round trip jump from about 7
+# to about 20 cycles at M = 32 (stretches of 2 VM instructions); a full run
+# of this notebook did not see it again (16 → 32: 8.2 [7.4, 8.9] cycles),
+# and there the dearest step of every mode was the first, M 1 → 2, with wide
+# intervals.  The findings below say, per run, whether any step stands out
+# beyond the intervals of all the others.
+
+# %%
+def marginal(r, ms):
+    """(value, lo, hi) per step between consecutive M."""
+    est = r["per_iteration_ci"]
+    out = []
+    for k in range(len(ms) - 1):
+        dm = ms[k + 1] - ms[k]
+        reps = (est[k + 1].reps - est[k].reps) / dm
+        lo, hi = np.percentile(reps, [2.5, 97.5])
+        out.append(((est[k + 1].value - est[k].value) / dm, float(lo), float(hi)))
+    return out
+
+
+ms = list(SIZE["ms"])
+steps = {mode: marginal(r, ms) for mode, r in a["modes"].items()}
+step_rows = []
+for k in range(len(ms) - 1):
+    step_rows.append((f"{ms[k]} -> {ms[k + 1]}", SIZE["j"] // ms[k + 1],
+                      *(f"{v:.2f} [{lo:.2f}, {hi:.2f}]" for v, lo, hi in
+                        (steps[m][k] for m in MODES))))
+nb.show_table(step_rows, ["M", "stretch (VM instr)", *(f"{m} cycles/added round trip"
+                                                        for m in MODES)],
+              OUT, "table-marginal", align="lr" + "l" * len(MODES))
+
+# %% [markdown]
+# ## Whole programs: the JIT modes against the tail-call interpreter
+#
+# Traces are compiled during the first runs of each worker, and a rarely hot
+# loop can reach its threshold many runs later (`bf/nested.bf` here still
+# compiles a trace in its twentieth run), so every worker warms up 25 runs
+# before it measures; the median of the measured runs is robust to a late
+# compile in one of them.  Ratios are time / time(`tailcall`), < 1 faster.
+
+# %%
+paths = [nb.workload(w)[0] for w in PROGRAMS]
+popts = harness.Options(processes=3 if QUICK else 5, warmup=25, samples=10)
+whole = nb.measure(programs.configs_for(paths, CC), OUT / "programs.json", popts)
+prog_records = programs.ratios(whole, paths, CC)
+prog_rows = [(r["workload"], r["mode"], f"{r['cycles_per_instr']:.3f}",
+              f"{r['vs_tailcall']:.3f} [{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}]", r["verdict"])
+             for r in prog_records]
+nb.show_table(prog_rows, ["workload", "mode", "cycles/VM instr", "vs tailcall [95% CI]",
+                          "verdict"], OUT, "table-programs", align="llrll")
+
+# %% [markdown]
+# ## Figure
+#
+# Top left: cycles per iteration against round trips per iteration, each
+# point a median with its interval, each line the least-squares fit whose
+# slope is the round trip (band: 95% of the bootstrap fits).  Top right: the
+# marginal cost per added round trip between consecutive M, against the
+# stretch length.  Bottom left: round trips next to the floors and one
+# dispatch.  Bottom right: whole programs against `tailcall`.
+
+# %%
+COLOURS = {"jit-shim": "tab:red", "jit-direct": "tab:blue", "jit-direct-handler": "tab:green"}
+fig, ((ax1, ax2), (ax3, ax4)) = plt.subplots(2, 2, figsize=(13, 9))
+x = np.asarray(ms, float)
+grid = np.linspace(0, x.max() * 1.03, 50)
+for mode, r in a["modes"].items():
+    c = COLOURS[mode]
+    est = r["per_iteration_ci"]
+    y = np.array([e.value for e in est])
+    ax1.errorbar(x, y, yerr=[y - [e.lo for e in est], [e.hi for e in est] - y], fmt="o",
+                 color=c, capsize=3, markersize=4)
+    slope = r["round_trip"]
+    ax1.plot(grid, y.mean() + slope.value * (grid - x.mean()), color=c,
+             label=f"{mode}: {slope.fmt(1)} cycles/round trip")
+    reps = np.vstack([e.reps for e in est])            # (M, replicate)
+    xc = x - x.mean()
+    b = (xc[:, None] * (reps - reps.mean(axis=0))).sum(axis=0) / (xc ** 2).sum()
+    lines = reps.mean(axis=0)[None, :] + b[None, :] * (grid - x.mean())[:, None]
+    lo, hi = np.percentile(lines, [2.5, 97.5], axis=1)
+    ax1.fill_between(grid, lo, hi, color=c, alpha=0.15)
+ax1.set_xlabel("round trips per iteration, M (same work at every M)")
+ax1.set_ylabel("TSC cycles per iteration")
+ax1.set_title("cost against crossings: the slope is one round trip", loc="left", fontsize="medium")
+ax1.legend(fontsize=8)
+ax1.grid(alpha=0.3)
+
+stretch = np.array([SIZE["j"] / m for m in ms[1:]])
+for j, (mode, st) in enumerate(steps.items()):
+    v = np.array([s[0] for s in st])
+    offset = 2 ** ((j - 1) * 0.06)                   # side by side on the log axis
+    ax2.errorbar(stretch * offset, v, yerr=[v - [s[1] for s in st], [s[2] for s in st] - v],
+                 fmt="o-", color=COLOURS[mode], capsize=3, markersize=4, label=mode)
+ax2.axhline(a["dispatch"].value, color="gray", linestyle=":",
+            label=f"one dispatch ({a['dispatch'].value:.2f})")
+ax2.set_xscale("log", base=2)
+ax2.invert_xaxis()
+ax2.set_xticks(stretch)
+ax2.set_xticklabels([f"{s:g}\n(M {ms[k]}→{ms[k + 1]})" for k, s in enumerate(stretch)], fontsize=7)
+ax2.set_xlabel("VM instructions per trace stretch (shorter: crossings closer together)")
+ax2.set_ylabel("cycles per added round trip")
+ax2.set_title("marginal cost between consecutive M", loc="left", fontsize="medium")
+ax2.legend(fontsize=8)
+ax2.grid(alpha=0.3)
+
+bars = [(transitions.FLOOR_TEXT[f], e, "tab:gray") for f, e in a["floors"].items()]
+bars.append(("one interpreter dispatch", a["dispatch"], "black"))
+bars += [(f"round trip: {m}", r["round_trip"], COLOURS[m]) for m, r in a["modes"].items()]
+yy = np.arange(len(bars))
+vals = np.array([e.value for _, e, _ in bars])
+ax3.barh(yy, vals, xerr=[vals - [e.lo for _, e, _ in bars], [e.hi for _, e, _ in bars] - vals],
+         color=[c for _, _, c in bars], capsize=3)
+ax3.set_yticks(yy)
+ax3.set_yticklabels([t for t, _, _ in bars], fontsize=8)
+ax3.invert_yaxis()
+ax3.set_xlabel("TSC cycles [95% CI]")
+ax3.set_title("round trips next to the floors", loc="left", fontsize="medium")
+ax3.grid(axis="x", alpha=0.3)
+
+names = list(dict.fromkeys(r["workload"] for r in prog_records))
+jit_modes = [m for m in programs.MODES if m != "tailcall"]
+w = 0.8 / len(jit_modes)
+for j, mode in enumerate(jit_modes):
+    sel = {r["workload"]: r for r in prog_records if r["mode"] == mode}
+    v = np.array([sel[n]["vs_tailcall"] if n in sel else np.nan for n in names])
+    err = [[v[i] - sel[n]["ci95"][0] if n in sel else 0 for i, n in enumerate(names)],
+           [sel[n]["ci95"][1] - v[i] if n in sel else 0 for i, n in enumerate(names)]]
+    ax4.bar(np.arange(len(names)) + (j - (len(jit_modes) - 1) / 2) * w, v, w, yerr=err,
+            capsize=3, color=COLOURS[mode], label=mode)
+ax4.axhline(1.0, color="black", linewidth=0.8)
+ax4.set_xticks(np.arange(len(names)))
+ax4.set_xticklabels(names, fontsize=8)
+ax4.set_ylabel("time / time(tailcall)")
+ax4.set_title("whole programs (< 1: faster than the tail-call interpreter)", loc="left",
+              fontsize="medium")
+ax4.legend(fontsize=8)
+ax4.grid(axis="y", alpha=0.3)
+fig.suptitle(f"Shim vs direct ({CC}, sweep size {SIZE_NAME})" + (" — quick run" if QUICK else ""))
+fig.tight_layout()
+nb.save_figure(fig, OUT, NAME)
+
+# %% [markdown]
+# ## What this run says
+
+# %%
+findings = [transitions.reading(a)]
+for mode, st in steps.items():
+    parts = ", ".join(f"{v:.1f} [{lo:.1f}, {hi:.1f}] (M {ms[k]}->{ms[k + 1]})"
+                      for k, (v, lo, hi) in enumerate(st))
+    findings.append(f"{mode}: cycles per added round trip, from long stretches to short: {parts}")
+    k = int(np.argmax([v for v, _, _ in st]))
+    others = [hi for i, (_, _, hi) in enumerate(st) if i != k]
+    if others and st[k][1] > max(others):
+        findings.append(f"  {mode}: the step M {ms[k]}->{ms[k + 1]} (stretches of "
+                        f"{SIZE['j'] // ms[k + 1]} VM instructions) costs more than every other "
+                        "step, beyond their intervals: the round trip is not one constant cost")
+for r in prog_records:
+    if r["mode"] != "tailcall":
+        findings.append(f"{r['workload']} {r['mode']}: {r['vs_tailcall']:.3f}x the time of "
+                        f"tailcall [{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] ({r['verdict']})")
+print("\n".join(findings))
+nb.save_json({"notebook": NAME, "quick": QUICK, "compiler": CC, "size": SIZE_NAME,
+              "transitions": transitions.to_json(a),
+              "marginal": {m: [{"from_m": ms[k], "to_m": ms[k + 1], "value": v, "ci95": [lo, hi]}
+                               for k, (v, lo, hi) in enumerate(st)] for m, st in steps.items()},
+              "programs": prog_records, "findings": findings}, OUT)
