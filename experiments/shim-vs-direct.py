@@ -176,7 +176,8 @@ nb.show_table(prog_rows, ["workload", "mode", "cycles/VM instr", "vs tailcall [9
 # dispatch.  Bottom right: whole programs against `tailcall`.
 
 # %%
-COLOURS = {"jit-shim": "tab:red", "jit-direct": "tab:blue", "jit-direct-handler": "tab:green"}
+COLOURS = {"jit-shim": "tab:red", "jit-direct": "tab:blue", "jit-direct-handler": "tab:green",
+           "jit-table": "tab:purple"}
 fig, ((ax1, ax2), (ax3, ax4)) = plt.subplots(2, 2, figsize=(13, 9))
 x = np.asarray(ms, float)
 grid = np.linspace(0, x.max() * 1.03, 50)

@@ -97,6 +97,7 @@ def main(args) -> int:
             rows.append(None)
     print(table(rows[:-1], ["workload", "mode", "cycles/VM instr", "vs tailcall", "95% CI",
                             "verdict"], align="lllrll"))
-    print(f"({cc}; JIT modes warm up twice first, so the traces are compiled before timing)")
+    print(f"({cc}; two warm-up runs first; a loop that gets hot later stops the timed runs,\n"
+          f" is compiled, and the samples start over, so no sample holds a compile)")
     print(f"\nresults: {path}")
     return 1 if outcome.failures else 0
