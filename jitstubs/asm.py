@@ -26,6 +26,7 @@ HOLE_WIDTH = {
     "count": 4,        # byte offset of an opcode's counter (8 * opcode), disp32
     "tally": 8,        # absolute address of a trace's entry or exit counter (--stats)
     "continue": 4,     # rel32 to the end of the stencil (compiler-built stencils' early exits)
+    "handler_abs": 8,  # absolute address of a C handler (a trace mapped too far for rel32)
 }
 REL32 = ("deopt", "branch", "loop", "handler", "continue")
 

@@ -36,6 +36,13 @@ def exit_direct_handler(a):
     a.jmp_hole("handler")
 
 
+@stencil("exit:direct-handler:far")
+def exit_direct_handler_far(a):
+    """exit:direct-handler for a trace mapped more than 2 GiB from the interpreter
+    (an indirect jump, but to one fixed target)"""
+    a(MOV(IP, a.hole("resume_ip")), MOV(rax, a.hole("handler_abs")), JMP(rax))
+
+
 @stencil("count")
 def count(a):
     """one more execution of an opcode (count builds)"""

@@ -57,6 +57,15 @@ SANITIZE_FLAGS = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all",
                   "-fno-omit-frame-pointer")
 
 
+def sanitize_flags(mode: str, cc) -> tuple[str, ...]:
+    """SANITIZE_FLAGS, and for the JIT modes on clang no -fsanitize=function:
+    it checks a signature stored just before every indirect callee, which
+    generated traces do not have (and reading before a trace's page faults)."""
+    if is_jit(mode) and cc.family == "clang":
+        return SANITIZE_FLAGS + ("-fno-sanitize=function",)
+    return SANITIZE_FLAGS
+
+
 def sanitize_requested() -> bool:
     return os.environ.get("SHIMLAB_SANITIZE", "") not in ("", "0")
 
@@ -82,7 +91,8 @@ class Build:
         if self.profile is not None:
             from . import pgo
             extra += pgo.use_flags(self.compiler, self.profile)
-        return self.flags + extra + (SANITIZE_FLAGS if self.sanitize else ())
+        return self.flags + extra + (sanitize_flags(self.mode, self.compiler)
+                                     if self.sanitize else ())
 
     def describe(self) -> dict:
         d = {"mode": self.mode, "compiler": self.compiler.name,
@@ -152,7 +162,7 @@ def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAU
         digest = _profile_digest(profile)
         extra += pgo.use_flags(cc, profile)
     sanitize = sanitize_requested() if sanitize is None else bool(sanitize)
-    san = SANITIZE_FLAGS if sanitize else ()
+    san = sanitize_flags(mode, cc) if sanitize else ()
     sources = _sources(mode, cc, count)
     h = hashlib.sha256()
     for part in (json.dumps(sources, sort_keys=True), cc.path, cc.version, ident,

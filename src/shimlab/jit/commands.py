@@ -41,7 +41,7 @@ def cmd_list(args) -> int:
     rows = []
     for s in _load().values():
         base = isa.BY_NAME.get(s.name.split(":")[0])
-        doc = s.doc or (base.doc if base else "")
+        doc = " ".join((s.doc or (base.doc if base else "")).split())   # one line in the table
         rows.append((s.name, len(s.code), ", ".join(h.kind for h in s.holes) or "-", doc))
     print(table(rows, ["stencil", "bytes", "holes", "what it does"], align="lrll"))
     return 0

@@ -64,7 +64,9 @@ def _to_handler(ctx: Context, ex: Exit) -> bool:
                                                                           "jit-table"))
 
 
-def _exit_parts(ctx: Context, ex: Exit) -> list[str]:
+def _exit_parts(ctx: Context, ex: Exit, far: bool = False) -> list[str]:
+    """The stencils of one exit; far: the trace is mapped out of rel32 reach of
+    the interpreter's handlers (ASan's memory layout does that)."""
     parts = []
     if ctx.tallies is not None:
         parts.append("tally")
@@ -73,7 +75,7 @@ def _exit_parts(ctx: Context, ex: Exit) -> list[str]:
     if _to_handler(ctx, ex):
         if ctx.count:
             parts.append("count")
-        return parts + ["exit:direct-handler"]
+        return parts + ["exit:direct-handler:far" if far else "exit:direct-handler"]
     exit_name = EXIT_STENCIL[ctx.mode]
     if ctx.count and ctx.mode in ("jit-direct", "jit-table"):
         exit_name = "exit:direct:count"
@@ -86,8 +88,9 @@ def slot_size(st: dict, count: bool, stats: bool) -> int:
     for mode in EXIT_STENCIL:
         ctx = Context(mode, 0, [], [], count=count, tallies=0 if stats else None)
         for deopt in (False, True):
-            parts = _exit_parts(ctx, Exit(0, 0, deopt))
-            worst = max(worst, sum(len(st[p].code) for p in parts))
+            for far in (False, True):
+                parts = _exit_parts(ctx, Exit(0, 0, deopt), far)
+                worst = max(worst, sum(len(st[p].code) for p in parts))
     return -(-worst // SLOT_ALIGN) * SLOT_ALIGN
 
 
@@ -186,9 +189,12 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None) -> Compiled:
             values["count"] = 8 * ex.uncount
         if ctx.tallies is not None:
             values["tally"] = ctx.tallies + 8 * (1 + idx)
+        far = False
         if _to_handler(ctx, ex):
-            values["handler"] = ctx.handler_addrs[ctx.code[ex.pc][0]]
-        for part in _exit_parts(ctx, ex):
+            values["handler"] = values["handler_abs"] = ctx.handler_addrs[ctx.code[ex.pc][0]]
+            # the jmp's rel32 ends 4 bytes into the slot's last part at the latest
+            far = base is not None and not -(1 << 31) < values["handler"] - (base + at) < (1 << 31) - 4096
+        for part in _exit_parts(ctx, ex, far):
             v = dict(values)
             if part == "count":
                 v["count"] = 8 * ctx.code[ex.pc][0]
