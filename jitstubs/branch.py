@@ -48,22 +48,20 @@ def loop_close(a):
     a.jmp_hole("loop")
 
 
+def _cell_loop(a):
+    a(CMP(byte[HEAD], 0))
+    a.jcc_hole("ne", "loop")
+
+
 @stencil("LOOP_IF_CELL:close")
 def loop_if_cell_close(a):
     """back to the start while the cell is non-zero, else leave past the loop"""
-    a(CMP(byte[HEAD], 0))
-    a.jcc_hole("ne", "loop")
+    _cell_loop(a)
     a.jmp_hole("branch")
 
 
-@stencil("LOOP:inner")
-def loop_inner(a):
-    """an inner loop's back-edge: to its header, earlier in this trace"""
-    a.jmp_hole("loop")
-
-
-@stencil("LOOP_IF_CELL:inner")
-def loop_if_cell_inner(a):
-    """an inner loop's back-edge while the cell is non-zero; past it, the trace goes on"""
-    a(CMP(byte[HEAD], 0))
-    a.jcc_hole("ne", "loop")
+# an inner loop's back-edge jumps to its header, earlier in the trace (the
+# "loop" hole says where); past the loop the trace goes on, so no exit
+stencil("LOOP:inner", "an inner loop's back-edge, to its header in this trace")(loop_close)
+stencil("LOOP_IF_CELL:inner", "an inner loop's back-edge while the cell is non-zero")(
+    _cell_loop)

@@ -4,7 +4,6 @@ mostly do not, so they cross often: this shows how much of a crossing's cost
 survives in a real program.  Ratios are time against `tailcall`."""
 from __future__ import annotations
 
-import datetime
 import sys
 from pathlib import Path
 
@@ -77,9 +76,8 @@ def main(args) -> int:
     configs = configs_for(workloads, cc)
     opts = harness.Options(processes=args.processes or (3 if args.quick else 5), warmup=2,
                            samples=args.samples or (10 if args.quick else 5), cpu=args.cpu)
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = Path(args.output) if args.output else ROOT / "results" / f"programs-{stamp}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    from .suites import results_path
+    path = results_path(args.output, "programs")
     results = ResultFile.open(path)
     outcome = harness.measure(configs, results, opts)
     for key, why in outcome.failures.items():

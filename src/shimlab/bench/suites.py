@@ -189,10 +189,21 @@ def _print_geomeans(results, configs, out, base: str = "goto") -> None:
 def _result_path(args, suite: str) -> Path:
     if args.resume:
         return Path(args.resume)
-    if args.output:
-        return Path(args.output)
+    return _new_path(args.output, suite)
+
+
+def _new_path(output: str | None, suite: str) -> Path:
+    if output:
+        return Path(output)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     return ROOT / "results" / f"{suite}-{stamp}.json"
+
+
+def results_path(output: str | None, suite: str) -> Path:
+    """-o's file, or results/SUITE-DATE.json, checked writable before measuring."""
+    path = _new_path(output, suite)
+    check_writable(path)
+    return path
 
 
 def check_writable(path: Path) -> None:

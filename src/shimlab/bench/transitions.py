@@ -12,7 +12,6 @@ floors.py.
 """
 from __future__ import annotations
 
-import datetime
 import json
 import sys
 from dataclasses import dataclass
@@ -22,12 +21,10 @@ import numpy as np
 
 from .. import build as build_mod
 from .. import toolchain
-from ..errors import ShimlabError
 from . import floors, harness, stats, synthetic
 from .results import ResultFile
 from .table import table
 
-ROOT = Path(__file__).resolve().parents[3]
 MODES = ("jit-shim", "jit-direct", "jit-direct-handler", "jit-table")
 # per size: round trips per iteration, J, I, iterations, interp loop lengths,
 # (processes, warmup, samples).  M starts at 4: with M = 1 the one entry is
@@ -297,13 +294,8 @@ def main(args) -> int:
     opts = harness.Options(processes=args.processes or procs, warmup=warmup,
                            samples=args.samples or samples, cpu=args.cpu,
                            count_instructions=not args.no_count)
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = Path(args.output) if args.output else ROOT / "results" / f"transitions-{stamp}.json"
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ShimlabError(f"{path.parent}: cannot create the results directory: "
-                           f"{e.strerror}") from None
+    from .suites import results_path
+    path = results_path(args.output, "transitions")
     results = ResultFile.open(path)
     print(f"{len(configs)} configurations x {opts.processes} worker processes x "
           f"{opts.samples} samples ({cc})", file=sys.stderr)
