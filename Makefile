@@ -15,7 +15,7 @@ demo: setup
 	$(VENV)/bin/shimlab demo
 
 test: setup
-	$(PY) -m shimlab.cases --check
+	$(PY) -m shimlab.interp.generate --check
 	$(PY) -m pytest -q tests
 
 # The corpus, the property tests and the regression cases again, on

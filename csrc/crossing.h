@@ -30,6 +30,31 @@ SL_PRESERVE_NONE int sl_op_ENTER_JIT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, tabl
     sl_handler *trace = (sl_handler *)vm->jit_entry[ip - vm->code];
     SL_MUSTTAIL return trace(ip, sp, fp, head, vm, table);
 }
+
+/* jit-direct-sites: copies of ENTER_JIT, each its own function and so its own
+ * indirect jump into a trace.  A trace's opcode (as in jit-table) dispatches
+ * to one copy, so the branch predictor sees one entry site per trace instead
+ * of one site with a target per trace.  The asm barrier with the copy's
+ * number keeps the compiler from folding identical copies into one. */
+#define SL_ENTER_COPY(k) \
+    static SL_PRESERVE_NONE int sl_op_ENTER_JIT_##k(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)) { \
+        __asm__ volatile("# ENTER_JIT copy " #k); \
+        sl_handler *trace = (sl_handler *)vm->jit_entry[ip - vm->code]; \
+        SL_MUSTTAIL return trace(ip, sp, fp, head, vm, table); \
+    }
+#define SL_ENTER_COPIES8(k) SL_ENTER_COPY(k##0) SL_ENTER_COPY(k##1) SL_ENTER_COPY(k##2) \
+    SL_ENTER_COPY(k##3) SL_ENTER_COPY(k##4) SL_ENTER_COPY(k##5) SL_ENTER_COPY(k##6) \
+    SL_ENTER_COPY(k##7)
+SL_ENTER_COPIES8(1) SL_ENTER_COPIES8(2) SL_ENTER_COPIES8(3) SL_ENTER_COPIES8(4)
+SL_ENTER_COPIES8(5) SL_ENTER_COPIES8(6) SL_ENTER_COPIES8(7) SL_ENTER_COPIES8(8)
+#define SL_ENTER_NAMES8(k) sl_op_ENTER_JIT_##k##0, sl_op_ENTER_JIT_##k##1, sl_op_ENTER_JIT_##k##2, \
+    sl_op_ENTER_JIT_##k##3, sl_op_ENTER_JIT_##k##4, sl_op_ENTER_JIT_##k##5, \
+    sl_op_ENTER_JIT_##k##6, sl_op_ENTER_JIT_##k##7
+#define SL_JIT_ENTER_COPIES 64
+const void *const sl_jit_enter_copies[SL_JIT_ENTER_COPIES] = {
+    SL_ENTER_NAMES8(1), SL_ENTER_NAMES8(2), SL_ENTER_NAMES8(3), SL_ENTER_NAMES8(4),
+    SL_ENTER_NAMES8(5), SL_ENTER_NAMES8(6), SL_ENTER_NAMES8(7), SL_ENTER_NAMES8(8),
+};
 #else
 #error "SL_JIT must be SL_JIT_SHIM or SL_JIT_DIRECT"
 #endif

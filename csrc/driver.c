@@ -171,6 +171,18 @@ int sl_resume(sl_vm *vm) {
     return vm->status = status;
 }
 
+/* A new layout `seed` for every region, the code included even when the JIT
+ * pinned it: the JIT re-installs its traces for the new code address before
+ * the next run (jit/runtime.py relocate; benchmarks with installed traces
+ * draw a layout per run this way). */
+int sl_relayout(sl_vm *vm, uint32_t seed) {
+    int pin = vm->pin_code;
+    vm->pin_code = 0;
+    int status = sl_place(vm, seed);
+    vm->pin_code = pin;
+    return status;
+}
+
 /* warmup + samples runs back to back in C; per-sample cycles and ns out.
  * SL_JIT_RECORDED stops it (the caller compiles, finishes the run, and
  * starts the bench again). */

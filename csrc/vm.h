@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include "generated/opcodes.h"
 
-/* cdef-begin: build.py hands the lines up to cdef-end to cffi */
+/* cdef-begin: abi/vmh.py hands the lines up to cdef-end to cffi */
 typedef struct { int32_t op; int32_t arg; } sl_instr;
 typedef struct { int32_t entry, nargs, nlocals, max_stack; } sl_func;
 typedef struct { const sl_instr *ret_ip; int64_t *fp; } sl_frame;
@@ -50,7 +50,7 @@ typedef struct sl_vm {
  * order, so between handlers (and in JIT stencils) the state lives in:
  *     ip -> r12   sp -> r13   fp -> r14   head -> r15   vm -> rdi
  *     dispatch table -> rsi
- * src/shimlab/contract.py mirrors this list; tests/test_contract.py checks
+ * src/shimlab/abi/contract.py mirrors this list; tests/test_contract.py checks
  * both against the disassembly of a compiled handler. */
 #define SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) \
     const sl_instr *ip, int64_t *sp, int64_t *fp, uint8_t *head, sl_vm *vm, const void *table

@@ -20,7 +20,7 @@
 # profile-guided (PGO: an instrumented build is trained on programs that are
 # *not* the measured workloads, then rebuilt with the profile).
 #
-# Every goto build gets the baseline check (`inspect.analyze`: how many
+# Every goto build gets the baseline check (`dispatch_check.analyze`: how many
 # indirect dispatch jumps survived compilation), because a ratio against a goto
 # build whose dispatch was merged into one jump is a ratio against a broken
 # baseline.
@@ -36,7 +36,9 @@ import sys
 import matplotlib.pyplot as plt
 import numpy as np
 
-from shimlab import build, inspect, pgo
+from shimlab.interp import build
+from shimlab.interp import dispatch_check
+from shimlab.interp import pgo
 from shimlab.bench import harness, stats
 from shimlab.errors import ShimlabError
 from shimlab import notebook as nb
@@ -98,7 +100,7 @@ for cc in compilers:
         if pgo_on and (cc.name, "goto") not in profiles:
             continue
         b = build.build("goto", cc.name, profile=profiles[(cc.name, "goto")] if pgo_on else None)
-        checks[(cc.name, pgo_on)] = inspect.analyze(b)
+        checks[(cc.name, pgo_on)] = dispatch_check.analyze(b)
 check_rows = [(cc, "PGO" if p else "-", r.dispatch_sites, len(r.handlers),
                "MERGED" if r.flagged else "ok", r.verdict) for (cc, p), r in checks.items()]
 nb.show_table(check_rows, ["compiler", "build", "dispatch jumps", "handlers", "check", "verdict"],

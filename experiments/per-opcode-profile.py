@@ -44,7 +44,8 @@ from collections import Counter
 import matplotlib.pyplot as plt
 import numpy as np
 
-from shimlab import build, isa, isolate, vm
+from shimlab import isa, isolate, vm
+from shimlab.interp import build
 from shimlab.bench import hotspots
 from shimlab.frontend import load_program
 from shimlab import notebook as nb

@@ -46,7 +46,7 @@ import sys
 import matplotlib.pyplot as plt
 import numpy as np
 
-from shimlab.bench import floors, harness, programs, transitions
+from shimlab.bench import floors, harness, programs, stats, transitions
 from shimlab import notebook as nb
 
 NAME = "shim-vs-direct"
@@ -122,20 +122,10 @@ print("\n" + transitions.reading(a))
 # beyond the intervals of all the others.
 
 # %%
-def marginal(r, ms):
-    """(value, lo, hi) per step between consecutive M."""
-    est = r["per_iteration_ci"]
-    out = []
-    for k in range(len(ms) - 1):
-        dm = ms[k + 1] - ms[k]
-        reps = (est[k + 1].reps - est[k].reps) / dm
-        lo, hi = np.percentile(reps, [2.5, 97.5])
-        out.append(((est[k + 1].value - est[k].value) / dm, float(lo), float(hi)))
-    return out
-
-
 ms = list(SIZE["ms"])
-steps = {mode: marginal(r, ms) for mode, r in a["modes"].items()}
+# (value, lo, hi) per step between consecutive M
+steps = {mode: [(e.value, e.lo, e.hi) for e in stats.steps(ms, r["per_iteration_ci"])]
+         for mode, r in a["modes"].items()}
 step_rows = []
 for k in range(len(ms) - 1):
     step_rows.append((f"{ms[k]} -> {ms[k + 1]}", SIZE["j"] // ms[k + 1],
@@ -177,7 +167,7 @@ nb.show_table(prog_rows, ["workload", "mode", "cycles/VM instr", "vs tailcall [9
 
 # %%
 COLOURS = {"jit-shim": "tab:red", "jit-direct": "tab:blue", "jit-direct-handler": "tab:green",
-           "jit-table": "tab:purple"}
+           "jit-table": "tab:purple", "jit-direct-sites": "tab:orange"}
 fig, ((ax1, ax2), (ax3, ax4)) = plt.subplots(2, 2, figsize=(13, 9))
 x = np.asarray(ms, float)
 grid = np.linspace(0, x.max() * 1.03, 50)
@@ -187,14 +177,8 @@ for mode, r in a["modes"].items():
     y = np.array([e.value for e in est])
     ax1.errorbar(x, y, yerr=[y - [e.lo for e in est], [e.hi for e in est] - y], fmt="o",
                  color=c, capsize=3, markersize=4)
-    slope = r["round_trip"]
-    ax1.plot(grid, y.mean() + slope.value * (grid - x.mean()), color=c,
-             label=f"{mode}: {slope.fmt(1)} cycles/round trip")
-    reps = np.vstack([e.reps for e in est])            # (M, replicate)
-    xc = x - x.mean()
-    b = (xc[:, None] * (reps - reps.mean(axis=0))).sum(axis=0) / (xc ** 2).sum()
-    lines = reps.mean(axis=0)[None, :] + b[None, :] * (grid - x.mean())[:, None]
-    lo, hi = np.percentile(lines, [2.5, 97.5], axis=1)
+    line, lo, hi = stats.fit_band(x, est, grid)
+    ax1.plot(grid, line, color=c, label=f"{mode}: {r['round_trip'].fmt(1)} cycles/round trip")
     ax1.fill_between(grid, lo, hi, color=c, alpha=0.15)
 ax1.set_xlabel("round trips per iteration, M (same work at every M)")
 ax1.set_ylabel("TSC cycles per iteration")

@@ -40,11 +40,15 @@ import sys
 import matplotlib.pyplot as plt
 import numpy as np
 
-from shimlab import build, isolate, reference, vm
+from jitstubs.asm import assemble
+from peachpy.x86_64 import ADD, MOV, dword, qword, rax
+from shimlab import isolate, reference, stenciltest, vm
+from shimlab import notebook as nb
 from shimlab.bench import harness, stats, synthetic
 from shimlab.frontend import load_program
-from shimlab.jit import stencils, stenciltest
-from shimlab import notebook as nb
+from shimlab.interp import build
+from shimlab.jit import stencils
+from shimlab.stencil import disassemble
 
 NAME = "stencil-playground"
 QUICK = nb.quick()
@@ -55,10 +59,7 @@ ccs = nb.compilers(mode="jit-direct")
 if not ccs:
     sys.exit("no compiler here builds the JIT modes (they need preserve_none: apt-get install clang-19)")
 CC = ccs[0].name
-built = stencils.load()    # builds the artifact if needed; puts jitstubs/ (repository root) on sys.path
-from jitstubs.asm import SP, assemble          # noqa: E402  (importable only after load())
-from jitstubs.build import disassemble         # noqa: E402
-from peachpy.x86_64 import ADD, MOV, dword, qword, rax   # noqa: E402
+built = stencils.load()    # builds the artifact if needed
 print(f"quick={QUICK}; compiler {CC}; {len(built)} built stencils")
 
 # %% [markdown]
@@ -80,8 +81,8 @@ print(standard.disassembly)
 # anything inside a trace is what the timing below measures.
 
 # %%
-def load_int_via_rax(a):
-    a(MOV(rax, a.hole("oparg")), MOV(qword[SP], rax), ADD(SP, 8))
+def load_int_via_rax(a, r):
+    a(MOV(rax, a.hole("oparg")), MOV(qword[r.sp], rax), ADD(r.sp, 8))
 
 
 proto = stencils.register(assemble("LOAD_INT:rax", load_int_via_rax,
@@ -103,8 +104,8 @@ print("holes:", ", ".join(f"{h.kind} at +{h.offset} ({h.width} bytes)" for h in 
 # for negative ones.  Random states find it.
 
 # %%
-def load_int_dword(a):
-    a(MOV(dword[SP], a.hole("oparg")), ADD(SP, 8))
+def load_int_dword(a, r):
+    a(MOV(dword[r.sp], a.hole("oparg")), ADD(r.sp, 8))
 
 
 broken = stencils.register(assemble("LOAD_INT:dword", load_int_dword,
@@ -190,8 +191,8 @@ for _ in range(PROCS):
 base = "LOAD_INT (standard)"
 timing_rows, timing = [], {}
 for v, g in groups.items():
-    med = stats.median(g)
-    lo, hi = stats.bootstrap_ci(g)
+    summary = stats.summarize(g)
+    med, lo, hi = summary.median, summary.lo, summary.hi
     r = stats.ratio_ci(g, groups[base])
     per_load = tuple((x - 1) * stats.median(groups[base]) / LOADS for x in r)
     timing[v] = {"cycles_per_iteration": (med, lo, hi), "vs_standard": r,
@@ -240,11 +241,11 @@ for i, (v, g) in enumerate(groups.items()):
     med, lo, hi = timing[v]["cycles_per_iteration"]
     ax2.bar(i, med, yerr=[[med - lo], [hi - med]], capsize=4, color="tab:blue" if i == 0
             else "tab:orange", alpha=0.7)
-    ax2.plot(np.full(len(g), i) + np.linspace(-0.2, 0.2, len(g)), [np.median(x) for x in g],
+    ax2.plot(np.full(len(g), i) + np.linspace(-0.2, 0.2, len(g)), [stats.median(x) for x in g],
              "k.", markersize=4)
     r = timing[v]["vs_standard"]
     if v != base:
-        top = max(hi, max(np.median(x) for x in g))
+        top = max(hi, max(stats.median(x) for x in g))
         ax2.annotate(f"x{r[0]:.4f} [{r[1]:.4f}, {r[2]:.4f}]", (i, top), xytext=(0, 6),
                      textcoords="offset points", ha="center", va="bottom", fontsize=8)
 ax2.margins(y=0.12)

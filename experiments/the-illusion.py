@@ -21,7 +21,7 @@
 #
 # 1. the tail-call interpreter's speedup computed against `goto-merged` (the
 #    bug, on purpose) and against `goto`, side by side, with what the baseline
-#    check (`inspect.analyze`, which counts dispatch jumps) says about each
+#    check (`dispatch_check.analyze`, which counts dispatch jumps) says about each
 #    baseline;
 # 2. the compiler knobs the field tried against merging — clang's
 #    `-mllvm -tail-dup-pred-size=N` / `-tail-dup-succ-size=N` and an empty
@@ -37,7 +37,8 @@ import sys
 import matplotlib.pyplot as plt
 import numpy as np
 
-from shimlab import build, inspect
+from shimlab.interp import build
+from shimlab.interp import dispatch_check
 from shimlab.bench import harness, stats
 from shimlab import notebook as nb
 
@@ -62,7 +63,7 @@ BASELINES = ["goto-merged", "goto"]
 checks = {}
 for cc in tail_ccs:
     for mode in BASELINES:
-        checks[(cc.name, mode, "")] = inspect.analyze(build.build(mode, cc.name))
+        checks[(cc.name, mode, "")] = dispatch_check.analyze(build.build(mode, cc.name))
 
 # %% [markdown]
 # ## Part 2: the knobs, on the goto build
@@ -71,10 +72,24 @@ for cc in tail_ccs:
 # (`tail-dup-pred-size`) or successors (`tail-dup-succ-size`) — the dispatch
 # block has one predecessor per handler and one successor per handler — or
 # both; every compiler: the empty asm barrier before each dispatch jump.
+# Two placement knobs that change no dispatch decision, only where the code
+# sits: the JCC-erratum mitigation (no jump crosses or ends on a 32-byte
+# boundary; Intel's microcode workaround makes such jumps miss the decoded
+# uop cache) and aligning every jump target to 32 bytes.  If they move the
+# time, code placement alone moves verdicts.
 
 # %%
+PLACEMENT_KNOBS = {
+    "clang": [("jcc-32B", ("-mbranches-within-32B-boundaries",)),
+              ("align-32", ("-mllvm", "-align-all-nofallthru-blocks=5"))],
+    "gcc": [("jcc-32B", ("-Wa,-mbranches-within-32B-boundaries",)),
+            ("align-32", ("-falign-labels=32", "-falign-jumps=32"))],
+}
+
+
 def knobs(cc):
     out = [("", ()), ("barrier", ("-DSL_DISPATCH_BARRIER",))]
+    out += PLACEMENT_KNOBS.get(cc.family, [])
     if cc.family == "clang":
         for n in SIZES:
             out += [(f"pred-{n}", ("-mllvm", f"-tail-dup-pred-size={n}")),
@@ -90,7 +105,7 @@ for cc in knob_ccs:
     for tag, flags in knobs(cc):
         b = build.build("goto", cc.name, build.DEFAULT_FLAGS + flags)
         knob_builds[(cc.name, tag)] = flags
-        checks[(cc.name, "goto", tag)] = inspect.analyze(b)
+        checks[(cc.name, "goto", tag)] = dispatch_check.analyze(b)
 check_rows = [(cc, mode, tag or "default", r.dispatch_sites, "MERGED" if r.flagged else "ok",
                r.verdict) for (cc, mode, tag), r in checks.items()]
 nb.show_table(check_rows, ["compiler", "build", "knob", "dispatch jumps", "check", "verdict"],

@@ -11,12 +11,12 @@ from peachpy.x86_64 import (ADD, AND, CMOVA, CMOVAE, CMP, CQO, IDIV, IMUL, LEA, 
                             OR, SAR, SETE, SETG, SETGE, SETL, SETLE, SETNE, SHL, SUB, TEST, XOR,
                             cl, ecx, edx, qword, r8, rax, rcx, rdx)
 
-from .asm import SP, stencil
+from .asm import stencil
 
 
 def _binop_in_place(op):
-    def emit(a):
-        a(MOV(rax, qword[SP - 8]), op(qword[SP - 16], rax), SUB(SP, 8))
+    def emit(a, r):
+        a(MOV(rax, qword[r.sp - 8]), op(qword[r.sp - 16], rax), SUB(r.sp, 8))
     return emit
 
 
@@ -25,23 +25,23 @@ for _name, _op in (("ADD", ADD), ("SUB", SUB), ("AND", AND), ("OR", OR), ("XOR",
 
 
 @stencil("MUL")
-def mul(a):
-    a(MOV(rax, qword[SP - 16]), IMUL(rax, qword[SP - 8]), MOV(qword[SP - 16], rax), SUB(SP, 8))
+def mul(a, r):
+    a(MOV(rax, qword[r.sp - 16]), IMUL(rax, qword[r.sp - 8]), MOV(qword[r.sp - 16], rax), SUB(r.sp, 8))
 
 
 def _divide(result_reg):
-    def emit(a):
+    def emit(a, r):
         # b in {0, -1} deopts: zero raises, and INT64_MIN // -1 would trap in idiv
-        a(MOV(rcx, qword[SP - 8]), LEA(rdx, [rcx + 1]), CMP(rdx, 1))
+        a(MOV(rcx, qword[r.sp - 8]), LEA(rdx, [rcx + 1]), CMP(rdx, 1))
         a.jcc_hole("be", "deopt")
-        a(MOV(rax, qword[SP - 16]), CQO(), IDIV(rcx))
+        a(MOV(rax, qword[r.sp - 16]), CQO(), IDIV(rcx))
         # floor: when the remainder is non-zero and its sign differs from b's,
         # the quotient goes down by one and the remainder up by b
         a(TEST(rdx, rdx)).jcc("e", "done")
         a(MOV(r8, rdx), XOR(r8, rcx)).jcc("ns", "done")
         a(SUB(rax, 1), ADD(rdx, rcx))
         a.label("done")
-        a(MOV(qword[SP - 16], result_reg), SUB(SP, 8))
+        a(MOV(qword[r.sp - 16], result_reg), SUB(r.sp, 8))
     return emit
 
 
@@ -50,42 +50,42 @@ stencil("MOD", "a % b, the sign of b")(_divide(rdx))
 
 
 @stencil("LSHIFT")
-def lshift(a):
+def lshift(a, r):
     """a << b; b >= 64 gives 0, b < 0 deopts"""
-    a(MOV(rcx, qword[SP - 8]), TEST(rcx, rcx))
+    a(MOV(rcx, qword[r.sp - 8]), TEST(rcx, rcx))
     a.jcc_hole("s", "deopt")
-    a(MOV(rax, qword[SP - 16]), SHL(rax, cl), XOR(edx, edx), CMP(rcx, 64), CMOVAE(rax, rdx),
-      MOV(qword[SP - 16], rax), SUB(SP, 8))
+    a(MOV(rax, qword[r.sp - 16]), SHL(rax, cl), XOR(edx, edx), CMP(rcx, 64), CMOVAE(rax, rdx),
+      MOV(qword[r.sp - 16], rax), SUB(r.sp, 8))
 
 
 @stencil("RSHIFT")
-def rshift(a):
+def rshift(a, r):
     """a >> b, arithmetic; b is clamped to 63, b < 0 deopts"""
-    a(MOV(rcx, qword[SP - 8]), TEST(rcx, rcx))
+    a(MOV(rcx, qword[r.sp - 8]), TEST(rcx, rcx))
     a.jcc_hole("s", "deopt")
-    a(MOV(edx, 63), CMP(rcx, 63), CMOVA(rcx, rdx), MOV(rax, qword[SP - 16]), SAR(rax, cl),
-      MOV(qword[SP - 16], rax), SUB(SP, 8))
+    a(MOV(edx, 63), CMP(rcx, 63), CMOVA(rcx, rdx), MOV(rax, qword[r.sp - 16]), SAR(rax, cl),
+      MOV(qword[r.sp - 16], rax), SUB(r.sp, 8))
 
 
 @stencil("NEG")
-def neg(a):
-    a(NEG(qword[SP - 8]))
+def neg(a, r):
+    a(NEG(qword[r.sp - 8]))
 
 
 @stencil("INVERT")
-def invert(a):
-    a(NOT(qword[SP - 8]))
+def invert(a, r):
+    a(NOT(qword[r.sp - 8]))
 
 
 @stencil("NOT")
-def not_(a):
-    a(XOR(ecx, ecx), CMP(qword[SP - 8], 0), SETE(cl), MOV(qword[SP - 8], rcx))
+def not_(a, r):
+    a(XOR(ecx, ecx), CMP(qword[r.sp - 8], 0), SETE(cl), MOV(qword[r.sp - 8], rcx))
 
 
 def _compare(setcc):
-    def emit(a):
-        a(MOV(rax, qword[SP - 8]), XOR(ecx, ecx), CMP(qword[SP - 16], rax),
-          setcc(cl), MOV(qword[SP - 16], rcx), SUB(SP, 8))
+    def emit(a, r):
+        a(MOV(rax, qword[r.sp - 8]), XOR(ecx, ecx), CMP(qword[r.sp - 16], rax),
+          setcc(cl), MOV(qword[r.sp - 16], rcx), SUB(r.sp, 8))
     return emit
 
 

@@ -3,7 +3,9 @@
 PeachPy encodes single instructions well but has no labels outside a
 Function (whose ABI prologue a stencil must not have), so jumps are encoded
 here.  A hole is emitted as a placeholder value that cannot occur by
-accident; Stencil.holes() finds each one and checks it occurs exactly once.
+accident; shimlab.stencil.find_holes finds each one and checks it occurs
+exactly once.  A stencil function takes the Asm and the contract registers
+(`Regs`), so one body serves every register assignment.
 """
 from __future__ import annotations
 
@@ -11,46 +13,20 @@ import struct
 from dataclasses import dataclass, field
 from typing import Callable
 
-from shimlab import contract
+from shimlab.abi import vmh
+from shimlab.abi.contract import STATE as DEFAULT_STATE
+from shimlab.stencil import (HOLE_WIDTH, PLACEHOLDER, REL32, Hole, Stencil, StencilError,
+                             find_holes)
 
-# Hole kinds: what the JIT patches in, and how wide the field is.
-HOLE_WIDTH = {
-    "oparg": 4,        # the instruction's operand, sign-extended imm32
-    "local": 4,        # byte offset of a local from fp (8 * index), disp32
-    "const": 8,        # a constant's value, imm64
-    "deopt": 4,        # rel32 to the exit that resumes AT this instruction (re-run by the interpreter)
-    "branch": 4,       # rel32 to the exit taken when a guard fails (the path not recorded)
-    "loop": 4,         # rel32 back to a loop header in the trace (its start, or an inner loop's)
-    "resume_ip": 8,    # absolute address of the bytecode instruction to resume at
-    "handler": 4,      # rel32 to the C handler of the instruction at the resume point
-    "count": 4,        # byte offset of an opcode's counter (8 * opcode), disp32
-    "tally": 8,        # absolute address of a trace's entry or exit counter (--stats)
-    "continue": 4,     # rel32 to the end of the stencil (compiler-built stencils' early exits)
-    "handler_abs": 8,  # absolute address of a C handler (a trace mapped too far for rel32)
-}
-REL32 = ("deopt", "branch", "loop", "handler", "continue")
-
-# Placeholders: a fixed prefix no real operand of a small stencil takes, then
-# a distinct low byte per kind.  imm32 placeholders are positive and above
-# every displacement a stencil uses; imm64 ones have a non-canonical top.
-_P32 = 0x5EC0DE00
-_P64 = 0x5EC0DE5EC0DE5E00
-PLACEHOLDER = {kind: (_P64 if w == 8 else _P32) | (i + 1) for i, (kind, w) in
-               enumerate(HOLE_WIDTH.items())}
+__all__ = ["Asm", "AsmError", "Regs", "stencil", "assemble", "low32", "addend", "vm_offset",
+           "Hole", "Stencil", "HOLE_WIDTH", "PLACEHOLDER", "REL32", "REGISTRY"]
 
 CC = {"o": 0, "no": 1, "b": 2, "ae": 3, "e": 4, "z": 4, "ne": 5, "nz": 5, "be": 6, "a": 7,
       "s": 8, "ns": 9, "l": 0xC, "ge": 0xD, "le": 0xE, "g": 0xF}
 
 
-class AsmError(Exception):
+class AsmError(StencilError):
     pass
-
-
-@dataclass(frozen=True)
-class Hole:
-    offset: int
-    width: int
-    kind: str
 
 
 @dataclass
@@ -132,50 +108,32 @@ class Asm:
         return bytes(out)
 
 
-@dataclass(frozen=True)
-class Stencil:
-    name: str
-    code: bytes
-    holes: tuple[Hole, ...]
-    doc: str
-    disassembly: str = ""
-
-    def to_json(self) -> dict:
-        return {"name": self.name, "code": self.code.hex(), "doc": self.doc,
-                "holes": [[h.offset, h.width, h.kind] for h in self.holes],
-                "disassembly": self.disassembly}
-
-    @classmethod
-    def from_json(cls, d: dict) -> "Stencil":
-        return cls(d["name"], bytes.fromhex(d["code"]),
-                   tuple(Hole(*h) for h in d["holes"]), d.get("doc", ""),
-                   d.get("disassembly", ""))
-
-
-def find_holes(name: str, code: bytes, declared: list[str]) -> tuple[Hole, ...]:
-    """Every declared hole's placeholder exactly once; nothing undeclared."""
-    holes = []
-    for kind in HOLE_WIDTH:
-        width = HOLE_WIDTH[kind]
-        pattern = PLACEHOLDER[kind].to_bytes(width, "little")
-        found = [i for i in range(len(code) - width + 1) if code[i:i + width] == pattern]
-        want = declared.count(kind)
-        if want > 1:
-            raise AsmError(f"stencil {name}: hole {kind} declared {want} times (one per stencil)")
-        if len(found) != want:
-            raise AsmError(f"stencil {name}: hole {kind} declared {want} time(s) but its "
-                           f"placeholder occurs {len(found)} time(s) in the code")
-        holes += [Hole(i, width, kind) for i in found]
-    return tuple(sorted(holes, key=lambda h: h.offset))
-
-
 # -- the registry ----------------------------------------------------------
 
-REGISTRY: dict[str, tuple[Callable[[Asm], None], str]] = {}
+REGISTRY: dict[str, tuple[Callable[[Asm, "Regs"], None], str]] = {}
+
+
+@dataclass(frozen=True)
+class Regs:
+    """The contract registers as PeachPy registers: what a stencil function
+    writes its body against (its second argument)."""
+    ip: object
+    sp: object
+    fp: object
+    head: object
+    vm: object
+    table: object
+
+    @classmethod
+    def of(cls, state: dict[str, str] | None = None) -> "Regs":
+        from peachpy import x86_64
+        state = state or DEFAULT_STATE
+        return cls(*(getattr(x86_64, state[k]) for k in ("ip", "sp", "fp", "head", "vm",
+                                                         "table")))
 
 
 def stencil(name: str, doc: str = ""):
-    """Registers fn(asm) as the stencil `name` (an opcode, or opcode:variant)."""
+    """Registers fn(asm, regs) as the stencil `name` (an opcode, or opcode:variant)."""
     def deco(fn):
         if name in REGISTRY:
             raise AsmError(f"stencil {name} registered twice")
@@ -184,40 +142,20 @@ def stencil(name: str, doc: str = ""):
     return deco
 
 
-def assemble(name: str, fn: Callable[[Asm], None], doc: str = "") -> Stencil:
+def assemble(name: str, fn: Callable[[Asm, Regs], None], doc: str = "",
+             regs: Regs | None = None) -> Stencil:
+    """Runs fn against `regs` (default: the documented contract) and checks its holes."""
     a = Asm()
     try:
-        fn(a)
+        fn(a, regs or Regs.of())
         code = a.assemble()
-    except AsmError as e:
+    except StencilError as e:
         raise AsmError(f"stencil {name}: {e}") from None
-    return Stencil(name, code, find_holes(name, code, a.declared), doc)
-
-
-# The register contract, as PeachPy registers: shimlab.contract.STATE unless
-# use_contract() chose another assignment (a compiler whose preserve_none
-# order differs); build.load_families re-imports the stencil modules after it.
-def _reg(name):
-    from peachpy import x86_64
-    return getattr(x86_64, name)
-
-
-STATE: dict[str, str] = {}
-IP = SP = FP = HEAD = VM = TABLE = None
-
-
-def use_contract(state: dict[str, str]) -> bool:
-    """Binds IP, SP, FP, HEAD, VM, TABLE to `state`; True when that changed them."""
-    global STATE, IP, SP, FP, HEAD, VM, TABLE
-    if state == STATE:
-        return False
-    STATE = dict(state)
-    IP, SP, FP, HEAD, VM, TABLE = (_reg(state[k]) for k in
-                                   ("ip", "sp", "fp", "head", "vm", "table"))
-    return True
-
-
-use_contract(contract.STATE)
+    try:
+        holes = find_holes(name, code, a.declared)
+    except StencilError as e:
+        raise AsmError(str(e)) from None
+    return Stencil(name, code, holes, doc)
 
 
 # An operand a hole stands for is an immediate in a JIT stencil but a register
@@ -233,7 +171,4 @@ def addend(value):
     return value if isinstance(value, int) else value * 1
 
 
-def vm_offset(field_name: str) -> int:
-    """Byte offset of a field of sl_vm (read from vm.h through cffi)."""
-    from shimlab.vm import ffi
-    return ffi().offsetof("sl_vm", field_name)
+vm_offset = vmh.vm_offset     # byte offset of a field of sl_vm (read from vm.h)

@@ -8,17 +8,17 @@ recorded path went: `:taken` (it jumped) or `:fallthrough`.
 """
 from peachpy.x86_64 import CMP, MOV, SUB, TEST, byte, qword, rax
 
-from .asm import HEAD, SP, stencil
+from .asm import stencil
 
 
 @stencil("JUMP")
-def jump(a):
+def jump(a, r):
     """nothing: the trace continues at the target"""
 
 
 def _pop_guard(cc):
-    def emit(a):
-        a(MOV(rax, qword[SP - 8]), SUB(SP, 8), TEST(rax, rax))
+    def emit(a, r):
+        a(MOV(rax, qword[r.sp - 8]), SUB(r.sp, 8), TEST(rax, rax))
         a.jcc_hole(cc, "branch")
     return emit
 
@@ -31,8 +31,8 @@ stencil("JUMP_IF_TRUE:fallthrough", "pop; leave unless zero")(_pop_guard("ne"))
 
 
 def _cell_guard(cc):
-    def emit(a):
-        a(CMP(byte[HEAD], 0))
+    def emit(a, r):
+        a(CMP(byte[r.head], 0))
         a.jcc_hole(cc, "branch")
     return emit
 
@@ -43,20 +43,20 @@ stencil("LOOP_IF_CELL:fallthrough", "leave if the cell is non-zero")(_cell_guard
 
 
 @stencil("LOOP:close")
-def loop_close(a):
+def loop_close(a, r):
     """back to the start of the trace"""
     a.jmp_hole("loop")
 
 
-def _cell_loop(a):
-    a(CMP(byte[HEAD], 0))
+def _cell_loop(a, r):
+    a(CMP(byte[r.head], 0))
     a.jcc_hole("ne", "loop")
 
 
 @stencil("LOOP_IF_CELL:close")
-def loop_if_cell_close(a):
+def loop_if_cell_close(a, r):
     """back to the start while the cell is non-zero, else leave past the loop"""
-    _cell_loop(a)
+    _cell_loop(a, r)
     a.jmp_hole("branch")
 
 

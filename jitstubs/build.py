@@ -7,15 +7,20 @@ it is written atomically so a crash never leaves half a file.
 from __future__ import annotations
 
 import hashlib
+import importlib
+import importlib.util
 import json
 import os
-import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
+from shimlab import paths
+from shimlab.abi import contract
+from shimlab.stencil import PLACEHOLDER, disassemble
+
 from . import asm
 
-ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = ("stack", "arith", "branch", "tape", "exits")   # then any other module here
 
 
@@ -29,11 +34,11 @@ def families() -> list[str]:
 
 def input_hash(state: dict | None = None) -> str:
     """Hash of the stencil sources, the VM layout and the register contract."""
-    from shimlab import contract
     h = hashlib.sha256(json.dumps(state or contract.STATE, sort_keys=True).encode())
-    paths = sorted(Path(__file__).parent.glob("*.py")) + [
-        ROOT / "csrc" / "vm.h", ROOT / "src" / "shimlab" / "contract.py"] + user_modules()
-    for p in paths:
+    inputs = sorted(Path(__file__).parent.glob("*.py")) + [
+        paths.CSRC / "vm.h", Path(contract.__file__), paths.SRC / "shimlab" / "stencil.py",
+    ] + user_modules()
+    for p in inputs:
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
@@ -47,11 +52,9 @@ def user_modules() -> list[Path]:
     return out
 
 
-def _load_user_module(path: Path, reload: bool) -> None:
-    import importlib.util
-    import sys
+def _load_user_module(path: Path) -> None:
     name = f"jitstubs_user.{path.stem}"
-    if name in sys.modules and not reload:
+    if name in sys.modules:
         return
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -65,66 +68,42 @@ def _load_user_module(path: Path, reload: bool) -> None:
         raise asm.AsmError(f"{path}: {type(e).__name__}: {e}") from None
 
 
-def load_families(state: dict | None = None) -> dict:
-    """The registry, its stencils written against `state` (default: the
-    static contract).  The family modules bind the contract registers when
-    imported, so a different assignment re-imports them."""
-    import importlib
-    import sys
-    from shimlab import contract
-    changed = asm.use_contract(state or contract.STATE)
-    if changed:
-        asm.REGISTRY.clear()
+class PeachPyMissing(asm.AsmError):
+    pass
+
+
+def require_peachpy() -> None:
+    try:
+        import peachpy  # noqa: F401
+    except ImportError:
+        raise PeachPyMissing("PeachPy is not importable: install Debian's python3-peachpy "
+                             "(apt-get install python3-peachpy), then run make setup") from None
+
+
+def load_families() -> dict:
+    """The registry: every family module and user module imported once.  The
+    stencil functions take the registers as an argument, so one registry
+    serves every register assignment."""
+    require_peachpy()
     for fam in families():
-        name = f"jitstubs.{fam}"
-        if changed and name in sys.modules:
-            importlib.reload(sys.modules[name])
-        else:
-            importlib.import_module(name)
+        importlib.import_module(f"jitstubs.{fam}")
     for path in user_modules():
-        _load_user_module(path, reload=changed)
+        _load_user_module(path)
     return asm.REGISTRY
 
 
-def disassemble(code: bytes, holes=()) -> str:
-    """objdump's listing of raw stencil bytes, hole bytes marked."""
-    if not code:
-        return "    (empty: emits no code)\n"
-    with tempfile.NamedTemporaryFile(suffix=".bin") as f:
-        f.write(code)
-        f.flush()
-        out = subprocess.run(["objdump", "-D", "-b", "binary", "-m", "i386:x86-64",
-                              "-M", "intel", "--insn-width=12", f.name], capture_output=True, text=True)
-    if out.returncode != 0:
-        return f"    (objdump failed: {out.stderr.strip()})\n"
-    lines = []
-    for line in out.stdout.splitlines():
-        parts = line.split("\t")
-        if len(parts) < 2 or not parts[0].strip().rstrip(":").strip():
-            continue
-        try:
-            start = int(parts[0].strip().rstrip(":"), 16)
-        except ValueError:
-            continue
-        size = len(parts[1].split())
-        text = parts[2] if len(parts) > 2 else ""
-        marks = [f"{h.kind}@{h.offset}" for h in holes if start <= h.offset < start + size]
-        lines.append(f"    {start:4x}: {parts[1].strip():<32} {text.strip()}"
-                     + (f"    <- hole {', '.join(marks)}" if marks else ""))
-    return "\n".join(lines) + "\n"
-
-
 def build_all(state: dict | None = None) -> dict:
-    registry = load_families(state)
+    registry = load_families()
+    regs = asm.Regs.of(state)
     stencils = {}
     for name, (fn, doc) in registry.items():
-        s = asm.assemble(name, fn, doc)
+        s = asm.assemble(name, fn, doc, regs)
         d = s.to_json()
         d["disassembly"] = disassemble(s.code, s.holes)
         stencils[name] = d
     return {"generated_by": "jitstubs.build -- do not edit", "hash": input_hash(state),
-            "contract": asm.STATE,
-            "placeholders": {k: hex(v) for k, v in asm.PLACEHOLDER.items()},
+            "contract": dict(state or contract.STATE),
+            "placeholders": {k: hex(v) for k, v in PLACEHOLDER.items()},
             "stencils": stencils}
 
 
@@ -144,7 +123,6 @@ def write(path: Path, state: dict | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    import sys
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "build" / "stencils.json"
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else paths.cache_root() / "stencils.json"
     a = write(out)
     print(f"{len(a['stencils'])} stencils -> {out} (inputs {a['hash']})")

@@ -4,39 +4,39 @@ sp (r13) points at the next free slot, so the top of stack is [sp - 8].
 """
 from peachpy.x86_64 import ADD, MOV, SUB, qword, rax
 
-from .asm import FP, SP, stencil
+from .asm import stencil
 
 
 @stencil("NOP")
-def nop(a):
+def nop(a, r):
     """nothing: the trace simply goes on"""
 
 
 @stencil("LOAD_INT")
-def load_int(a):
-    a(MOV(qword[SP], a.hole("oparg")), ADD(SP, 8))
+def load_int(a, r):
+    a(MOV(qword[r.sp], a.hole("oparg")), ADD(r.sp, 8))
 
 
 @stencil("LOAD_CONST")
-def load_const(a):
-    a(MOV(rax, a.hole("const")), MOV(qword[SP], rax), ADD(SP, 8))
+def load_const(a, r):
+    a(MOV(rax, a.hole("const")), MOV(qword[r.sp], rax), ADD(r.sp, 8))
 
 
 @stencil("LOAD_LOCAL")
-def load_local(a):
-    a(MOV(rax, qword[FP + a.hole("local")]), MOV(qword[SP], rax), ADD(SP, 8))
+def load_local(a, r):
+    a(MOV(rax, qword[r.fp + a.hole("local")]), MOV(qword[r.sp], rax), ADD(r.sp, 8))
 
 
 @stencil("STORE_LOCAL")
-def store_local(a):
-    a(MOV(rax, qword[SP - 8]), SUB(SP, 8), MOV(qword[FP + a.hole("local")], rax))
+def store_local(a, r):
+    a(MOV(rax, qword[r.sp - 8]), SUB(r.sp, 8), MOV(qword[r.fp + a.hole("local")], rax))
 
 
 @stencil("POP")
-def pop(a):
-    a(SUB(SP, 8))
+def pop(a, r):
+    a(SUB(r.sp, 8))
 
 
 @stencil("DUP")
-def dup(a):
-    a(MOV(rax, qword[SP - 8]), MOV(qword[SP], rax), ADD(SP, 8))
+def dup(a, r):
+    a(MOV(rax, qword[r.sp - 8]), MOV(qword[r.sp], rax), ADD(r.sp, 8))

@@ -8,49 +8,49 @@ from vm.h.
 from peachpy.x86_64 import (ADD, CMP, INC, LEA, MOV, MOVZX, SUB, byte, dl, edx, eax, al, qword,
                             rax, rcx)
 
-from .asm import HEAD, VM, addend, low32, stencil, vm_offset
+from .asm import addend, low32, stencil, vm_offset
 
 
 @stencil("CELL_ADD")
-def cell_add(a):
-    a(MOV(eax, low32(a.hole("oparg"))), ADD(byte[HEAD], al))
+def cell_add(a, r):
+    a(MOV(eax, low32(a.hole("oparg"))), ADD(byte[r.head], al))
 
 
 @stencil("CELL_ZERO")
-def cell_zero(a):
-    a(MOV(byte[HEAD], 0))
+def cell_zero(a, r):
+    a(MOV(byte[r.head], 0))
 
 
 @stencil("MOVE")
-def move(a):
+def move(a, r):
     """head += n, deopt unless 0 <= new position < tape_len"""
-    a(LEA(rax, [HEAD + addend(a.hole("oparg"))]), MOV(rcx, rax), SUB(rcx, qword[VM + vm_offset("tape")]),
-      CMP(rcx, qword[VM + vm_offset("tape_len")]))
+    a(LEA(rax, [r.head + addend(a.hole("oparg"))]), MOV(rcx, rax), SUB(rcx, qword[r.vm + vm_offset("tape")]),
+      CMP(rcx, qword[r.vm + vm_offset("tape_len")]))
     a.jcc_hole("ae", "deopt")
-    a(MOV(HEAD, rax))
+    a(MOV(r.head, rax))
 
 
 def _output(load_byte):
-    def emit(a):
-        a(MOV(rax, qword[VM + vm_offset("out_len")]), CMP(rax, qword[VM + vm_offset("out_cap")]))
+    def emit(a, r):
+        a(MOV(rax, qword[r.vm + vm_offset("out_len")]), CMP(rax, qword[r.vm + vm_offset("out_cap")]))
         a.jcc_hole("ae", "deopt")
-        load_byte(a)
-        a(MOV(rcx, qword[VM + vm_offset("out")]), MOV(byte[rcx + rax * 1], dl), INC(rax),
-          MOV(qword[VM + vm_offset("out_len")], rax))
+        load_byte(a, r)
+        a(MOV(rcx, qword[r.vm + vm_offset("out")]), MOV(byte[rcx + rax * 1], dl), INC(rax),
+          MOV(qword[r.vm + vm_offset("out_len")], rax))
     return emit
 
 
 stencil("CELL_OUT", "output the current cell; deopt when the buffer is full")(
-    _output(lambda a: a(MOVZX(edx, byte[HEAD]))))
+    _output(lambda a, r: a(MOVZX(edx, byte[r.head]))))
 stencil("PRINT_BYTE", "output the byte ARG; deopt when the buffer is full")(
-    _output(lambda a: a(MOV(edx, low32(a.hole("oparg"))))))
+    _output(lambda a, r: a(MOV(edx, low32(a.hole("oparg"))))))
 
 
 @stencil("CELL_IN")
-def cell_in(a):
+def cell_in(a, r):
     """read a byte into the cell; unchanged at end of input"""
-    a(MOV(rax, qword[VM + vm_offset("in_pos")]), CMP(rax, qword[VM + vm_offset("in_len")]))
+    a(MOV(rax, qword[r.vm + vm_offset("in_pos")]), CMP(rax, qword[r.vm + vm_offset("in_len")]))
     a.jcc("ge", "done")
-    a(MOV(rcx, qword[VM + vm_offset("in")]), MOVZX(edx, byte[rcx + rax * 1]), MOV(byte[HEAD], dl),
-      INC(rax), MOV(qword[VM + vm_offset("in_pos")], rax))
+    a(MOV(rcx, qword[r.vm + vm_offset("in")]), MOVZX(edx, byte[rcx + rax * 1]), MOV(byte[r.head], dl),
+      INC(rax), MOV(qword[r.vm + vm_offset("in_pos")], rax))
     a.label("done")

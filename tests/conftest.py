@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from shimlab import modes
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
@@ -16,7 +18,8 @@ def interpreter_configs() -> list[tuple[str, str]]:
 
     The one list every differential test iterates: a new execution mode
     joins the tests by joining this list."""
-    from shimlab import build, sanitize, toolchain
+    from shimlab import sanitize, toolchain
+    from shimlab.interp import build
     compilers = toolchain.find_compilers()
     if build.sanitize_requested():
         # sanitizer builds load only next to their own compiler's runtime
@@ -26,8 +29,8 @@ def interpreter_configs() -> list[tuple[str, str]]:
                                "run through `python -m shimlab.sanitize --cc CC --`")
     configs = []
     for cc in compilers:
-        for mode in build.INTERPRETER_MODES:
-            if cc.features >= set(toolchain.MODE_FEATURES[mode]):
+        for mode in modes.INTERPRETERS:
+            if cc.features >= set(modes.get(mode).features):
                 configs.append((mode, cc.name))
     return configs
 
@@ -36,16 +39,17 @@ def interpreter_configs() -> list[tuple[str, str]]:
 def execution_configs() -> list[tuple[str, str]]:
     """interpreter_configs() and the JIT modes on every compiler that builds
     them: what the differential tests hold to the oracle."""
-    from shimlab import build, toolchain
+    from shimlab import toolchain
+    from shimlab.interp import build
     ccs = dict.fromkeys(cc for _, cc in interpreter_configs())
-    jit = [(mode, cc) for cc in ccs for mode in build.JIT_MODES
-           if toolchain.get_compiler(cc).features >= set(toolchain.MODE_FEATURES[mode])]
+    jit = [(mode, cc) for cc in ccs for mode in modes.JIT
+           if toolchain.get_compiler(cc).features >= set(modes.get(mode).features)]
     return interpreter_configs() + jit
 
 
 @functools.lru_cache(maxsize=None)
 def get_build(mode: str, cc: str, count: bool = False):
-    from shimlab import build
+    from shimlab.interp import build
     return build.build(mode, cc, count=count)
 
 

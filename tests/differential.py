@@ -28,8 +28,9 @@ from hypothesis.errors import HypothesisException
 
 import strategies
 from conftest import ROOT, execution_configs, get_build
-from shimlab import build as build_mod
-from shimlab import isa, isolate, reference, vm
+from shimlab.interp import build as build_mod
+from shimlab.interp import loader
+from shimlab import isa, isolate, modes, reference, vm
 from shimlab.frontend import compile_text, slbc
 from shimlab.frontend.verify import verify
 
@@ -82,7 +83,7 @@ def run_config(cfg: tuple[str, str], program, data: bytes):
     """One mode on one program.  The JIT modes trace at the first back-edge
     and check after every compile that no mapping is writable and executable."""
     b = get_build(*cfg, count=True)
-    if cfg[0] in build_mod.JIT_MODES:
+    if modes.is_jit(cfg[0]):
         with vm.Loaded(b, program, data, jit={"threshold": 1, "verify_wx": True}) as loaded:
             return loaded.run()
     return vm.run(b, program, data)
@@ -96,7 +97,7 @@ def run_modes(program, data: bytes) -> dict:
     """{config: Result, or the Crash/RunError that config ended with}."""
     configs = execution_configs()
     for cfg in configs:              # build and load before forking, once per session
-        vm._lib(str(get_build(*cfg, count=True).path))
+        loader.library(str(get_build(*cfg, count=True).path))
     try:
         return isolate.call("the interpreters", _run_all, configs, program, data,
                             timeout=NATIVE_TIMEOUT)

@@ -7,7 +7,9 @@ import re
 
 import pytest
 
-from shimlab import asm_interp, contract, isa
+from shimlab import isa
+from shimlab.interp import asm as asm_interp
+from shimlab.abi import contract
 from shimlab.errors import BuildError
 
 
@@ -29,12 +31,11 @@ def test_count_builds_count_in_every_dispatch():
 
 
 def _without(monkeypatch, name):
-    real = asm_interp._peachpy
+    real = asm_interp.load_families
 
-    def fake(state):
-        registry, jasm = real(state)
-        return {k: v for k, v in registry.items() if k.split(":")[0] != name}, jasm
-    monkeypatch.setattr(asm_interp, "_peachpy", fake)
+    def fake():
+        return {k: v for k, v in real().items() if k.split(":")[0] != name}
+    monkeypatch.setattr(asm_interp, "load_families", fake)
 
 
 def test_a_missing_body_is_a_build_error_naming_the_instruction(monkeypatch):

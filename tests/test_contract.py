@@ -7,8 +7,8 @@ import subprocess
 import pytest
 
 from conftest import ROOT, get_build, interpreter_configs
-from shimlab import contract
-from shimlab.vm import ffi
+from shimlab.abi import contract
+from shimlab.abi.vmh import ffi
 
 TAILCALL = [cfg for cfg in interpreter_configs() if cfg[0] == "tailcall"]
 

@@ -1,36 +1,141 @@
-"""The generated C is in sync with isa.py, and the table is self-consistent."""
+"""The C interpreter generator: exact output for a tiny table, and csrc/generated/ fresh.
+
+Golden files tests/golden/tiny_<name> hold render(TINY)'s exact output; rewrite them
+after a deliberate change with `SHIMLAB_UPDATE_GOLDEN=1 pytest tests/test_generated.py`.
+"""
+import difflib
+import enum
+import os
 import subprocess
 import sys
+from pathlib import Path
 
-from shimlab import cases, isa
+import pytest
+
+from shimlab import isa, modes, toolchain
+from shimlab.errors import ToolchainError
+from shimlab.interp import generate
+from shimlab.isa import Flow, Instr, Operand
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+UPDATE = os.environ.get("SHIMLAB_UPDATE_GOLDEN") == "1"
+
+
+class TinyError(enum.IntEnum):
+    OK = 0
+    ZERO_DIVISION = 1
+    BAD_OPCODE = 2
+
+    @property
+    def message(self) -> str:
+        return self.name.lower().replace("_", " ")
+
+
+def _no_py(s, arg):
+    raise AssertionError("the generator must not run Python semantics")
+
+
+# One instruction per shape the generator must handle.  DIV's body has several
+# lines and a blank one, which _body must indent and drop; the isa.py bodies
+# are all one line.
+TINY = [
+    Instr("DIV", Operand.NONE, 2, 1, Flow.NEXT,
+          "int64_t b = POP(); int64_t a = TOP();\n\n"
+          "if (b == 0) FAIL(SL_ERR_ZERO_DIVISION);\nSET_TOP(a / b);",
+          "a / b", _no_py),
+    Instr("LOAD_INT", Operand.IMM, 0, 1, Flow.NEXT, "PUSH((int64_t)ARG);",
+          "push a 32-bit immediate", _no_py),
+    Instr("JUMP", Operand.FORWARD, 0, 0, Flow.JUMP, "JUMPBY(ARG);", "jump forward", _no_py),
+    Instr("JUMP_IF_FALSE", Operand.FORWARD, 1, 0, Flow.BRANCH, "if (POP() == 0) JUMPBY(ARG);",
+          "pop; jump forward if zero", _no_py),
+    Instr("LOOP", Operand.BACKWARD, 0, 0, Flow.BACKEDGE, "BACKEDGE(ARG);",
+          "loop back-edge: jump backward", _no_py),
+]
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return generate.render(TINY, TinyError)
+
+
+def _golden(name: str) -> Path:
+    return GOLDEN / f"tiny_{name}"
+
+
+@pytest.mark.parametrize("name", sorted(generate.render(TINY, TinyError)))
+def test_tiny_table_renders_exactly(tiny, name):
+    path = _golden(name)
+    if UPDATE:
+        GOLDEN.mkdir(exist_ok=True)
+        path.write_text(tiny[name])
+        pytest.skip(f"SHIMLAB_UPDATE_GOLDEN=1: rewrote {path.relative_to(GOLDEN.parent)}")
+    assert path.exists(), f"{path} missing: run SHIMLAB_UPDATE_GOLDEN=1 pytest {__file__}"
+    expected = path.read_text()
+    if tiny[name] != expected:
+        diff = "".join(difflib.unified_diff(
+            expected.splitlines(keepends=True), tiny[name].splitlines(keepends=True),
+            fromfile=f"tests/golden/{path.name}", tofile=f"render(TINY)[{name!r}]"))
+        pytest.fail(f"generated {name} differs from its golden file "
+                    f"(SHIMLAB_UPDATE_GOLDEN=1 rewrites it if the change is meant):\n{diff}",
+                    pytrace=False)
+
+
+def test_no_orphan_golden_files(tiny):
+    # a golden file for a variant the generator no longer emits would pass unseen
+    on_disk = {p.name for p in GOLDEN.glob("tiny_*")}
+    assert on_disk == {_golden(name).name for name in tiny}
+
+
+@pytest.mark.parametrize("variant", modes.VARIANTS)
+def test_tiny_output_compiles(tmp_path, tiny, variant):
+    """The golden text is only worth freezing if it is valid C against the real vm.h."""
+    try:
+        cc = toolchain.get_compiler(None, need=modes.get(variant).features)
+    except ToolchainError as e:
+        pytest.skip(f"no compiler here builds the {variant} interpreter: {e}")
+    csrc = tmp_path / "csrc"
+    (csrc / "generated").mkdir(parents=True)
+    (csrc / "vm.h").write_text((generate.GENERATED.parent / "vm.h").read_text())
+    for name, text in tiny.items():
+        (csrc / "generated" / name).write_text(text)
+    src = csrc / "generated" / f"cases_{generate.c_name(variant)}.c"
+    r = subprocess.run([cc.path, "-std=gnu11", "-fsyntax-only", "-Wall", "-Wno-unused-label",
+                        "-Werror", str(src)], capture_output=True, text=True)
+    assert r.returncode == 0, f"{cc.name} rejects render(TINY)'s {src.name}:\n{r.stderr}"
+
+
+def test_default_table_is_isa():
+    assert generate.render() == generate.render(isa.INSTRUCTIONS, isa.Error)
 
 
 def test_generated_files_are_fresh():
-    stale = cases.stale_files()
-    assert stale == [], f"run `python -m shimlab.cases`: stale {stale}"
+    stale = generate.stale_files()
+    assert stale == [], f"run `python -m shimlab.interp.generate`: stale {stale}"
 
 
 def test_check_command_fails_on_stale(tmp_path):
-    cases.write(tmp_path)
-    assert cases.stale_files(tmp_path) == []
+    generate.write(tmp_path)
+    assert generate.stale_files(tmp_path) == []
     (tmp_path / "cases_goto.c").write_text("/* edited by hand */\n")
-    assert cases.stale_files(tmp_path) == ["cases_goto.c"]
+    assert generate.stale_files(tmp_path) == ["cases_goto.c"]
 
 
-def test_generated_files_say_so():
-    for name in cases.render():
-        text = (cases.GENERATED / name).read_text()
-        assert text.splitlines()[0].startswith("/* generated by shimlab.cases")
-        assert "do not edit" in text.splitlines()[0]
+def test_generated_files_say_so(tiny):
+    for name in generate.render():
+        first = (generate.GENERATED / name).read_text().splitlines()[0]
+        assert first.startswith("/* generated by shimlab.interp.generate"), name
+        assert "do not edit" in first, name
+    for name, text in tiny.items():
+        assert text.splitlines()[0] + "\n" == generate.HEADER, name
 
 
 def test_check_cli_exit_status():
-    r = subprocess.run([sys.executable, "-m", "shimlab.cases", "--check"])
+    r = subprocess.run([sys.executable, "-m", "shimlab.interp.generate", "--check"])
     assert r.returncode == 0
 
 
 def test_every_instruction_has_a_handler_in_every_variant():
-    files = cases.render()
+    files = generate.render()
     for ins in isa.INSTRUCTIONS:
         assert f"case SL_OP_{ins.name}:" in files["cases_switch.c"]
         assert f"L_{ins.name}: {{" in files["cases_goto.c"]

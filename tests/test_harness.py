@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import EXAMPLES, get_build, interpreter_configs
-from shimlab import inspect
+from shimlab.interp import dispatch_check
 from shimlab.bench import harness, worker
 from shimlab.bench.results import ResultFile
 from shimlab.errors import RunError
@@ -95,22 +95,22 @@ def test_interrupted_run_keeps_finished_work_and_resumes(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("cc", [cc for cc in CCS if cc in ("gcc-12", "gcc-11", "clang-22")])
 def test_detector_flags_goto_merged_and_not_goto(cc):
-    assert inspect.analyze(get_build("goto-merged", cc)).flagged
-    report = inspect.analyze(get_build("goto", cc))
+    assert dispatch_check.analyze(get_build("goto-merged", cc)).flagged
+    report = dispatch_check.analyze(get_build("goto", cc))
     assert not report.flagged and report.dispatch_sites > 10
 
 
 def test_goto_merged_is_flagged_with_every_compiler():
     for mode, cc in interpreter_configs():
         if mode == "goto-merged":
-            rep = inspect.analyze(get_build(mode, cc))
+            rep = dispatch_check.analyze(get_build(mode, cc))
             assert rep.flagged and rep.dispatch_sites == 1, rep.summary()
 
 
 def test_tailcall_dispatches_in_every_handler():
     for mode, cc in interpreter_configs():
         if mode == "tailcall":
-            rep = inspect.analyze(get_build(mode, cc))
+            rep = dispatch_check.analyze(get_build(mode, cc))
             dispatching = [h for h in rep.handlers if h.name != "HALT"]
             assert all(h.own_sites >= 1 for h in dispatching), rep.summary()
 

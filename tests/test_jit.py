@@ -1,4 +1,4 @@
-"""The copy-and-patch JIT against the oracle, in every mode of build.JIT_MODES
+"""The copy-and-patch JIT against the oracle, in every JIT mode of shimlab.modes
 (jit-shim, jit-direct, jit-direct-handler, and jit-table where it exists).
 
 Every JIT run happens in a forked child (shimlab.isolate.call), so a fault in
@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from conftest import EXAMPLES, ROOT, get_build, interpreter_configs
-from shimlab import isa, isolate, reference, vm
-from shimlab.build import JIT_MODES
+from shimlab import isa, isolate, modes, reference, vm
+from shimlab.modes import JIT as JIT_MODES
 from shimlab.frontend import compile_text, load_program
 from strategies import bf_programs, minipy_programs
 
@@ -35,7 +35,7 @@ def _jit_cc() -> str | None:
         return None
     from shimlab import toolchain
     try:
-        default = toolchain.get_compiler(None, need=set(toolchain.MODE_FEATURES["tailcall"])).name
+        default = toolchain.get_compiler(None, need=set(modes.get("tailcall").features)).name
     except Exception:
         return tail[0]
     return default if default in tail else tail[0]
@@ -320,7 +320,7 @@ print(s)
 
 @pytest.mark.parametrize("which", ["squares.bf", "minipy"])
 def test_every_mode_emits_the_same_trace_body(which):
-    from shimlab.jit.compile import EXIT_STENCIL, Context, compile_trace
+    from shimlab.jit.compile import Context, compile_trace
     program = load_program(EXAMPLES / "bf" / "squares.bf") if which == "squares.bf" else \
         compile_text(MINIPY_BODY, "body.py", "minipy")
     traces = _recorded_traces(program)
@@ -348,7 +348,7 @@ def test_every_mode_emits_the_same_trace_body(which):
                     kinds_seen.add("exits")
                     slots = {m: c.code[c.body_size:] for m, c in got.items()}
                     # each way back has its own exit stubs (jit-table leaves as jit-direct)
-                    stubs = {EXIT_STENCIL[m] for m in got}
+                    stubs = {modes.get(m).exit_stencil for m in got}
                     assert len(set(slots.values())) == len(stubs) >= 3, stubs
     assert "exits" in kinds_seen
     if which == "minipy":      # the program was chosen to need these stencils
@@ -384,7 +384,8 @@ def test_jit_code_is_mapped_read_execute_never_writable(mode):
 
 WX_SCRIPT = """
 import json, sys
-from shimlab import build, vm
+from shimlab import vm
+from shimlab.interp import build
 from shimlab.frontend import compile_text
 with vm.Loaded(build.build(sys.argv[2], sys.argv[3]), compile_text(sys.argv[1], "t.bf", "bf"),
                jit={"threshold": 1}) as loaded:
@@ -422,7 +423,8 @@ def _set_mdwe():
 
 MDWE_SCRIPT = """
 import ctypes, json, os, sys
-from shimlab import build, vm
+from shimlab import vm
+from shimlab.interp import build
 from shimlab.frontend import compile_text
 libc = ctypes.CDLL(None, use_errno=True)
 if libc.prctl(65, 1, 0, 0, 0) != 0:

@@ -7,13 +7,31 @@ import dataclasses
 import pytest
 
 from conftest import EXAMPLES, interpreter_configs
-from shimlab import build, pgo, toolchain, vm
+from shimlab import modes, toolchain, vm
+from shimlab.interp import build
+from shimlab.interp import pgo
 from shimlab.bench import harness
 from shimlab.errors import BuildError, ToolchainError
 from shimlab.frontend import load_program
 
 CCS = sorted({cc for _, cc in interpreter_configs()})
 SMALL = ["bf/hello.bf", "minipy/gcd_lcm.py"]
+# what a profile-guided build passes its compiler, per family
+PROFILE_USE = {"clang": "-fprofile-instr-use=", "gcc": "-fprofile-use="}
+
+
+def _cc(mode: str, family: str | None = None) -> str:
+    """The compiler the CLI would pick for `mode` if the tests may use it (and
+    it is of `family`), else another that builds it; skips when none here can."""
+    usable = [cc for m, cc in interpreter_configs() if m == mode
+              and (family is None or toolchain.get_compiler(cc).family == family)]
+    if not usable:
+        pytest.skip(f"no {family or 'C'} compiler here builds the {mode} interpreter")
+    try:
+        default = toolchain.get_compiler(None, need=modes.get(mode).features).name
+    except ToolchainError:
+        return usable[0]
+    return default if default in usable else usable[0]
 
 
 @pytest.mark.parametrize("cc", CCS)
@@ -33,12 +51,12 @@ def test_pgo_build_runs_programs_correctly(cc):
 
 
 def test_the_profile_is_part_of_the_key():
-    a = pgo.train("switch", "clang-19", workloads=["bf/hello.bf"])
-    b = pgo.train("switch", "clang-19", workloads=["bf/fib.bf"])
+    cc = _cc("switch")
+    a = pgo.train("switch", cc, workloads=["bf/hello.bf"])
+    b = pgo.train("switch", cc, workloads=["bf/fib.bf"])
     assert a != b
-    assert pgo.train("switch", "clang-19", workloads=["bf/hello.bf"]) == a    # cached
-    assert build.build("switch", "clang-19", profile=a).key != \
-        build.build("switch", "clang-19", profile=b).key
+    assert pgo.train("switch", cc, workloads=["bf/hello.bf"]) == a    # cached
+    assert build.build("switch", cc, profile=a).key != build.build("switch", cc, profile=b).key
 
 
 def test_profile_digest_follows_content(tmp_path):
@@ -52,7 +70,7 @@ def test_profile_digest_follows_content(tmp_path):
 
 def test_missing_profile_is_one_clear_error(tmp_path):
     with pytest.raises(BuildError, match="no such profile"):
-        build.build("goto", "clang-19", profile=tmp_path / "nope.profdata")
+        build.build("goto", _cc("goto"), profile=tmp_path / "nope.profdata")
 
 
 def test_llvm_profdata_matches_the_clang_version():
@@ -64,25 +82,28 @@ def test_llvm_profdata_matches_the_clang_version():
 
 
 def test_missing_llvm_profdata_says_what_to_install():
-    real = toolchain.get_compiler("clang-19")
-    fake = dataclasses.replace(real, name="clang-98", path="/nonexistent/clang-98",
-                               version="Debian clang version 98.0.1")
+    fake = toolchain.Compiler(name="clang-98", path="/nonexistent/clang-98",
+                              version="Debian clang version 98.0.1", family="clang",
+                              features=frozenset())
     with pytest.raises(ToolchainError, match=r"llvm-profdata for clang-98 not found.*llvm-98"):
         pgo.llvm_profdata(fake)
 
 
 def test_unknown_training_program_is_named():
     with pytest.raises(Exception, match="nope.bf: no such training program"):
-        pgo.train("goto", "clang-19", workloads=["nope.bf"])
+        pgo.train("goto", _cc("goto"), workloads=["nope.bf"])
 
 
-def test_harness_config_carries_flags_profile_and_tag(tmp_path):
-    profile = pgo.train("goto", "gcc-12", workloads=SMALL)
-    plain = harness.Config("t", str(EXAMPLES / "bf" / "hello.bf"), "goto", "gcc-12")
+@pytest.mark.parametrize("family", sorted(PROFILE_USE))
+def test_harness_config_carries_flags_profile_and_tag(tmp_path, family):
+    # per family: clang's profile is one .profdata file, gcc's a directory of .gcda
+    cc = _cc("goto", family)
+    profile = pgo.train("goto", cc, workloads=SMALL)
+    plain = harness.Config("t", str(EXAMPLES / "bf" / "hello.bf"), "goto", cc)
     guided = dataclasses.replace(plain, profile=str(profile), tag="pgo")
-    assert plain.key == "t/hello.bf/goto/gcc-12"            # unchanged for existing files
-    assert guided.key == "t/hello.bf/goto/gcc-12/pgo"
+    assert plain.key == f"t/hello.bf/goto/{cc}"            # unchanged for existing files
+    assert guided.key == f"t/hello.bf/goto/{cc}/pgo"
     assert "profile" not in plain.describe() and "tag" not in plain.describe()
     assert guided.describe()["profile"] == str(profile)
     out = harness.run_worker(guided.job(warmup=0, samples=2, cpu=None), timeout=120)
-    assert "-fprofile-use" in out["flags"] and len(out["ns"]) == 2
+    assert PROFILE_USE[family] in out["flags"] and len(out["ns"]) == 2

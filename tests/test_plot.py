@@ -1,7 +1,7 @@
 """shimlab.bench.plot writes PNG and SVG from synthetic results."""
 import numpy as np
 
-from shimlab.bench.compare import compare_rows
+from shimlab.bench.file_compare import compare_rows
 from shimlab.bench.plot import plot_distributions, plot_ratios
 from shimlab.bench.results import ResultFile, RunSamples
 

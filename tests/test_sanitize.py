@@ -16,7 +16,8 @@ import textwrap
 import pytest
 
 from conftest import get_build, interpreter_configs
-from shimlab import build, sanitize, toolchain
+from shimlab import sanitize, toolchain
+from shimlab.interp import build
 
 SANITIZABLE = [cc for cc in toolchain.find_compilers() if sanitize.runtime(cc) is not None]
 
@@ -70,7 +71,8 @@ def test_a_sanitized_interpreter_reports_an_out_of_bounds_read():
     cc = next(c for c in SANITIZABLE if c.family == "clang") if any(
         c.family == "clang" for c in SANITIZABLE) else SANITIZABLE[0]
     r = _python(f"""
-        from shimlab import build, isa, vm
+        from shimlab import isa, vm
+        from shimlab.interp import build
         from shimlab.bytecode import Function, Program
         p = Program("oob", [(isa.opcode("LOAD_CONST"), 3), (isa.opcode("POP"), 0),
                             (isa.opcode("HALT"), 0)], [7], [Function("main", 0, 0, 0, [], 1)])

@@ -9,25 +9,26 @@ import signal
 import pytest
 
 from conftest import EXAMPLES, interpreter_configs
-from shimlab import build, isolate, reference, vm
+from shimlab import isolate, reference, vm
+from shimlab.interp import build
 from shimlab.frontend import load_program
-from shimlab.jit import stencils, stenciltest
-from shimlab.jit.stencils import StencilError
+from shimlab import stenciltest
+from shimlab.jit import stencils
+from shimlab.stencil import StencilError
 
 JIT_CC = sorted({cc for mode, cc in interpreter_configs() if mode == "tailcall"})
 needs_jit = pytest.mark.skipif(not JIT_CC, reason="no compiler here builds the JIT modes")
 
 
 def _assemble(name, variant):
-    stencils.load()                  # puts jitstubs/ on sys.path
-    from jitstubs.asm import SP, assemble
+    from jitstubs.asm import assemble
     from peachpy.x86_64 import ADD, MOV, dword, qword, rax
 
-    def via_rax(a):
-        a(MOV(rax, a.hole("oparg")), MOV(qword[SP], rax), ADD(SP, 8))
+    def via_rax(a, r):
+        a(MOV(rax, a.hole("oparg")), MOV(qword[r.sp], rax), ADD(r.sp, 8))
 
-    def dword_only(a):               # wrong for negative operands
-        a(MOV(dword[SP], a.hole("oparg")), ADD(SP, 8))
+    def dword_only(a, r):            # wrong for negative operands
+        a(MOV(dword[r.sp], a.hole("oparg")), ADD(r.sp, 8))
     return assemble(name, {"rax": via_rax, "dword": dword_only}[variant])
 
 
@@ -55,7 +56,7 @@ def test_extra_stencils_lasts_for_the_block_only():
 @pytest.mark.parametrize("name, why", [("LOOP:close", "already"), ("LOAD_INT_MINE", "INSTRUCTION"),
                                        ("NOSUCH:x", "INSTRUCTION")])
 def test_register_refuses_bad_names(name, why):
-    from jitstubs.asm import Stencil
+    from shimlab.stencil import Stencil
     s = _assemble("LOAD_INT:tmp", "rax")
     renamed = Stencil(name, s.code, s.holes, s.doc)
     with pytest.raises(StencilError, match=why):
@@ -64,7 +65,7 @@ def test_register_refuses_bad_names(name, why):
 
 
 def test_register_wants_a_stencil():
-    with pytest.raises(StencilError, match="jitstubs.asm.Stencil"):
+    with pytest.raises(StencilError, match="shimlab.stencil.Stencil"):
         stencils.register(b"\x90")
 
 

@@ -15,16 +15,15 @@ import pytest
 pytest.importorskip("peachpy")
 
 from conftest import ROOT, interpreter_configs  # noqa: E402
-from shimlab import isa, isolate  # noqa: E402
-from shimlab.jit import stencils  # noqa: E402
-from shimlab.jit.compile import CompileError, Context, compile_trace  # noqa: E402
-from shimlab.jit.trace import Trace, TraceOp  # noqa: E402
-
-stencils.placeholders()            # puts the repository root on sys.path for jitstubs
 from jitstubs import asm  # noqa: E402
 from jitstubs import build as stub_build  # noqa: E402
 from jitstubs.asm import PLACEHOLDER, AsmError, Hole, Stencil  # noqa: E402
 from peachpy.x86_64 import ADD, MOV, eax, ecx, rax  # noqa: E402
+from shimlab import isa, isolate, modes  # noqa: E402
+from shimlab.jit import stencils  # noqa: E402
+from shimlab.jit.compile import CompileError, Context, compile_trace  # noqa: E402
+from shimlab.jit.trace import Trace, TraceOp  # noqa: E402
+from shimlab.stencil import StencilError, find_holes  # noqa: E402
 
 OP = isa.OPCODE
 TAILCALL_CCS = [cc for mode, cc in interpreter_configs() if mode == "tailcall"]
@@ -35,7 +34,7 @@ needs_jit = pytest.mark.skipif(not TAILCALL_CCS, reason="no compiler here builds
 def _jit_cc():
     from shimlab import toolchain
     try:
-        cc = toolchain.get_compiler(None, need=set(toolchain.MODE_FEATURES["tailcall"])).name
+        cc = toolchain.get_compiler(None, need=set(modes.get("tailcall").features)).name
     except Exception:
         return TAILCALL_CCS[0] if TAILCALL_CCS else None
     return cc if cc in TAILCALL_CCS else (TAILCALL_CCS[0] if TAILCALL_CCS else None)
@@ -51,7 +50,7 @@ def _p32(kind):
 
 
 def test_a_well_formed_stencil_has_its_holes_where_they_were_emitted():
-    def fn(a):
+    def fn(a, r):
         a(MOV(eax, a.hole("oparg")), MOV(rax, a.hole("const")))
         a.jcc_hole("e", "deopt")
     s = asm.assemble("GOOD", fn, "a test")
@@ -63,17 +62,17 @@ def test_a_well_formed_stencil_has_its_holes_where_they_were_emitted():
 
 
 @pytest.mark.parametrize("name, fn, kind, pattern", [
-    ("MISSING", lambda a: (a.hole("oparg"), a(MOV(eax, 1))), "oparg",
+    ("MISSING", lambda a, r: (a.hole("oparg"), a(MOV(eax, 1))), "oparg",
      r"declared 1 time\(s\) but its placeholder occurs 0 time\(s\)"),
-    ("TWICE", lambda a: (lambda p: a(MOV(eax, p), MOV(ecx, p)))(a.hole("oparg")), "oparg",
+    ("TWICE", lambda a, r: (lambda p: a(MOV(eax, p), MOV(ecx, p)))(a.hole("oparg")), "oparg",
      r"declared 1 time\(s\) but its placeholder occurs 2 time\(s\)"),
-    ("UNDECLARED", lambda a: a(MOV(eax, _p32("local"))), "local",
+    ("UNDECLARED", lambda a, r: a(MOV(eax, _p32("local"))), "local",
      r"declared 0 time\(s\) but its placeholder occurs 1 time\(s\)"),
-    ("UNDECLARED64", lambda a: a(MOV(rax, PLACEHOLDER["const"])), "const",
+    ("UNDECLARED64", lambda a, r: a(MOV(rax, PLACEHOLDER["const"])), "const",
      r"declared 0 time\(s\) but its placeholder occurs 1 time\(s\)"),
-    ("DECLARED_TWICE", lambda a: a(MOV(eax, a.hole("oparg")), ADD(ecx, a.hole("oparg"))),
+    ("DECLARED_TWICE", lambda a, r: a(MOV(eax, a.hole("oparg")), ADD(ecx, a.hole("oparg"))),
      "oparg", r"declared 2 times"),
-    ("TWO_DEOPTS", lambda a: (a.jcc_hole("e", "deopt"), a.jcc_hole("ne", "deopt")), "deopt",
+    ("TWO_DEOPTS", lambda a, r: (a.jcc_hole("e", "deopt"), a.jcc_hole("ne", "deopt")), "deopt",
      r"declared 2 times"),
 ])
 def test_hole_table_errors_name_the_stencil_and_the_hole(name, fn, kind, pattern):
@@ -86,29 +85,29 @@ def test_hole_table_errors_name_the_stencil_and_the_hole(name, fn, kind, pattern
 
 def test_find_holes_checks_raw_bytes_too():
     code = b"\x90" + _p32("oparg").to_bytes(4, "little") + b"\x90"
-    assert asm.find_holes("RAW", code, ["oparg"]) == (Hole(1, 4, "oparg"),)
-    with pytest.raises(AsmError, match=r"stencil RAW: hole oparg"):
-        asm.find_holes("RAW", code, [])
-    with pytest.raises(AsmError, match=r"stencil RAW: hole count"):
-        asm.find_holes("RAW", code, ["oparg", "count"])
+    assert find_holes("RAW", code, ["oparg"]) == (Hole(1, 4, "oparg"),)
+    with pytest.raises(StencilError, match=r"stencil RAW: hole oparg"):
+        find_holes("RAW", code, [])
+    with pytest.raises(StencilError, match=r"stencil RAW: hole count"):
+        find_holes("RAW", code, ["oparg", "count"])
 
 
 @pytest.mark.parametrize("how", ["hole", "jcc_hole", "jmp_hole"])
 def test_unknown_hole_kind_is_an_asm_error_naming_the_stencil(how):
-    emit = {"hole": lambda a: a(MOV(eax, a.hole("bogus"))),
-            "jcc_hole": lambda a: a.jcc_hole("e", "bogus"),
-            "jmp_hole": lambda a: a.jmp_hole("bogus")}[how]
+    emit = {"hole": lambda a, r: a(MOV(eax, a.hole("bogus"))),
+            "jcc_hole": lambda a, r: a.jcc_hole("e", "bogus"),
+            "jmp_hole": lambda a, r: a.jmp_hole("bogus")}[how]
     with pytest.raises(AsmError, match=r"stencil PROTO\b.*bogus|bogus.*stencil PROTO\b"):
         asm.assemble("PROTO", emit)
 
 
 def test_local_jumps_are_checked():
-    def undefined(a):
+    def undefined(a, r):
         a.jcc("e", "nowhere")
     with pytest.raises(AsmError, match="nowhere"):
         asm.assemble("J", undefined)
 
-    def twice(a):
+    def twice(a, r):
         a.label("x").label("x")
     with pytest.raises(AsmError, match="label x defined twice"):
         asm.assemble("J", twice)
@@ -145,9 +144,8 @@ def test_a_hole_the_compiler_does_not_fill_is_a_compile_error(monkeypatch, count
     # mov rax, TALLY; inc qword [rax]: a "tally" hole, which only --stats fills
     fake_code = b"\x48\xb8" + PLACEHOLDER["tally"].to_bytes(8, "little") + b"\x48\xff\x00"
     fake = dict(real)
-    fake["NOP"] = Stencil("NOP", fake_code, asm.find_holes("NOP", fake_code, ["tally"]), "fake")
-    from shimlab.jit.compile import EXIT_STENCIL
-    ctx_modes = list(EXIT_STENCIL)
+    fake["NOP"] = Stencil("NOP", fake_code, find_holes("NOP", fake_code, ["tally"]), "fake")
+    ctx_modes = list(modes.JIT)
     for mode in ctx_modes:      # the real stencils compile
         compile_trace(trace, Context(mode, 0x10000, [], code, [0x20000] * isa.NUM_OPCODES,
                                      count=count), None)
@@ -245,7 +243,7 @@ def _in_child(fn, *args):
 
 @needs_jit
 def test_run_stencil_passes_the_real_stencils():
-    from shimlab.jit import stenciltest
+    from shimlab import stenciltest
     names = [n for n in stencils.load()
              if not n.startswith(("exit:", "count", "uncount", "tally"))]
 
@@ -262,7 +260,7 @@ def test_run_stencil_passes_the_real_stencils():
     ("LT", "LE"), ("GT", "GE"),
 ])
 def test_run_stencil_detects_a_wrong_stencil(monkeypatch, victim, impostor):
-    from shimlab.jit import stenciltest
+    from shimlab import stenciltest
     real = stencils.load()
     fake = dict(real)
     fake[victim] = dataclasses.replace(real[impostor], name=victim)

@@ -7,8 +7,6 @@ dispatch mode, 1 otherwise (after a last line naming the package to install).
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import re
 import shutil
@@ -16,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import toolchain
+from . import modes, perfcounter, toolchain
 from .errors import ToolchainError
 
 PEACHPY_MISSING = "PeachPy missing: apt-get install python3-peachpy (then make setup)"
@@ -52,7 +50,8 @@ def compilers_section(compilers) -> list[str]:
 def default_section() -> tuple[list[str], list[str]]:
     """Lines for the default compiler per mode, and the packages that would fix a gap."""
     lines, fixes = [], []
-    for mode, need in toolchain.MODE_FEATURES.items():
+    for mode in modes.NAMES:
+        need = modes.get(mode).features
         try:
             cc = toolchain.default_compiler(need)
             lines.append(f"  {mode:<12} {cc.name}")
@@ -109,57 +108,6 @@ def valgrind_section() -> list[str]:
     return lines
 
 
-# perf_event_open(2) for PERF_COUNT_HW_INSTRUCTIONS on this process.
-_PERF_TYPE_HARDWARE = 0
-_PERF_COUNT_HW_INSTRUCTIONS = 1
-_SYS_perf_event_open = {"x86_64": 298, "aarch64": 241}
-
-
-class _PerfEventAttr(ctypes.Structure):
-    _fields_ = [("type", ctypes.c_uint32), ("size", ctypes.c_uint32),
-                ("config", ctypes.c_uint64), ("sample_period", ctypes.c_uint64),
-                ("sample_type", ctypes.c_uint64), ("read_format", ctypes.c_uint64),
-                ("flags", ctypes.c_uint64), ("wakeup_events", ctypes.c_uint32),
-                ("bp_type", ctypes.c_uint32), ("config1", ctypes.c_uint64),
-                ("config2", ctypes.c_uint64)]        # PERF_ATTR_SIZE_VER1 = 72 bytes
-
-
-def perf_event_open_instructions() -> tuple[bool, str]:
-    """(works, description) for counting instructions with perf_event_open."""
-    nr = _SYS_perf_event_open.get(os.uname().machine)
-    if nr is None:
-        return False, f"not checked on {os.uname().machine}"
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-    except OSError as e:
-        return False, f"cannot load libc ({e})"
-    attr = _PerfEventAttr()
-    attr.type = _PERF_TYPE_HARDWARE
-    attr.size = ctypes.sizeof(_PerfEventAttr)
-    attr.config = _PERF_COUNT_HW_INSTRUCTIONS
-    attr.flags = (1 << 5) | (1 << 6)       # exclude_kernel, exclude_hv
-    libc.syscall.restype = ctypes.c_long
-    fd = libc.syscall(ctypes.c_long(nr), ctypes.byref(attr), ctypes.c_int(0),
-                      ctypes.c_int(-1), ctypes.c_int(-1), ctypes.c_ulong(0))
-    if fd < 0:
-        err = ctypes.get_errno()
-        name = {2: "ENOENT", 13: "EACCES", 1: "EPERM", 95: "EOPNOTSUPP", 19: "ENODEV",
-                38: "ENOSYS", 22: "EINVAL"}.get(err, str(err))
-        if err in (1, 13):
-            paranoid = _read("/proc/sys/kernel/perf_event_paranoid") or "?"
-            return False, f"permission denied ({name}; kernel.perf_event_paranoid={paranoid})"
-        return False, f"not supported ({name}: {os.strerror(err)})"
-    try:
-        sum(range(10000))
-        buf = os.read(fd, 8)
-        count = int.from_bytes(buf, "little") if len(buf) == 8 else 0
-    finally:
-        os.close(fd)
-    if count == 0:
-        return False, "not supported (the counter opened but counted nothing)"
-    return True, f"works ({count} instructions counted)"
-
-
 def perf_section() -> tuple[list[str], bool]:
     lines, works = [], False
     perf = shutil.which("perf")
@@ -182,7 +130,7 @@ def perf_section() -> tuple[list[str], bool]:
             else:
                 last = (proc.stderr.strip().splitlines() or ["?"])[-1]
                 lines.append(f"  perf stat -e instructions: fails ({last})")
-    ok, desc = perf_event_open_instructions()
+    ok, desc = perfcounter.probe()
     works = works or ok
     lines.append(f"  perf_event_open(PERF_COUNT_HW_INSTRUCTIONS): {desc}")
     lines.append("  hardware counters: " + (
@@ -250,7 +198,7 @@ def run(out=sys.stdout) -> int:
               f"install: apt-get install {' '.join(fixes)}"])
         return 1
     emit(["OK: the default toolchain builds every dispatch mode "
-          f"({', '.join(toolchain.MODE_FEATURES)})"])
+          f"({', '.join(modes.NAMES)})"])
     return 0
 
 

@@ -18,10 +18,8 @@ from .errors import ToolchainError  # noqa: E402
 from .bench import harness, stats  # noqa: E402
 from .bench.results import ResultFile  # noqa: E402
 from .bench.table import table  # noqa: E402
+from .paths import EXAMPLES, EXPERIMENTS  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
-EXPERIMENTS = ROOT / "experiments"
-EXAMPLES = ROOT / "examples"
 # The compilers the setup installs (scripts/setup.sh), oldest clang first.
 COMPILERS = ("clang-19", "clang-22", "gcc-12", "gcc-11")
 
@@ -96,9 +94,8 @@ def per_instruction(results: ResultFile, key: str) -> list:
 
 def cycles(results: ResultFile, key: str) -> tuple[float, float, float]:
     """Median cycles per VM instruction with its 95% bootstrap interval."""
-    samples = per_instruction(results, key)
-    lo, hi = stats.bootstrap_ci(samples)
-    return stats.median(samples), lo, hi
+    s = stats.summarize(per_instruction(results, key))
+    return s.median, s.lo, s.hi
 
 
 def ratio(results: ResultFile, key: str, base: str) -> tuple[float, float, float]:

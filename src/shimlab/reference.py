@@ -11,7 +11,7 @@ from . import isa
 from .bytecode import Program
 from .isa import Error, VMError
 
-# The limits every execution mode shares (vm.py passes the same to C).
+# The limits every execution mode shares (interp/loader.py passes the same to C).
 STACK_SIZE = 1 << 18
 MAX_DEPTH = 10_000
 TAPE_LEN = 30_000
@@ -33,7 +33,10 @@ class Result:
         return sum(self.counts)
 
 
-class _State:
+class State:
+    """The VM state isa.py's Python semantics run on (public: the stencil
+    tester starts one from a random state and steps it)."""
+
     def __init__(self, program: Program, input: bytes, tape_len: int, stack_size: int,
                  max_depth: int):
         self.consts = program.consts
@@ -120,15 +123,25 @@ class _State:
             self.in_pos += 1
 
 
+_SEMANTICS = [ins.py for ins in isa.INSTRUCTIONS]
+# only control flow returns a next pc; other semantics may return anything
+_MOVES_PC = [isa.is_jump(ins) or ins.flow in (isa.Flow.CALL, isa.Flow.RETURN)
+             for ins in isa.INSTRUCTIONS]
+
+
+def step(s: State, op: int, arg: int) -> None:
+    """Runs instruction (op, arg) at s.pc and moves s.pc on (not after HALT);
+    a run-time error raises isa.VMError."""
+    nxt = _SEMANTICS[op](s, arg)
+    if not s.halted:
+        s.pc = nxt if _MOVES_PC[op] and nxt is not None else s.pc + 1
+
+
 def run(program: Program, input: bytes = b"", *, tape_len: int = TAPE_LEN,
         stack_size: int = STACK_SIZE, max_depth: int = MAX_DEPTH,
         max_steps: int | None = None) -> Result:
     """Run a verified program; max_steps bounds runaway programs in tests."""
-    s = _State(program, input, tape_len, stack_size, max_depth)
-    table = [ins.py for ins in isa.INSTRUCTIONS]
-    # only control flow returns a next pc; other semantics may return anything
-    moves_pc = [isa.is_jump(ins) or ins.flow in (isa.Flow.CALL, isa.Flow.RETURN)
-                for ins in isa.INSTRUCTIONS]
+    s = State(program, input, tape_len, stack_size, max_depth)
     counts = [0] * isa.NUM_OPCODES
     code = program.code
     status, err_pc, steps = Error.OK, -1, 0
@@ -139,13 +152,20 @@ def run(program: Program, input: bytes = b"", *, tape_len: int = TAPE_LEN,
             steps += 1
             if max_steps is not None and steps > max_steps:
                 raise TimeoutError(f"program ran more than {max_steps} steps")
-            nxt = table[op](s, arg)
-            if s.halted:
-                break
-            s.pc = nxt if moves_pc[op] and nxt is not None else s.pc + 1
+            step(s, op, arg)
     except VMError as e:
         status, err_pc = e.error, e.pc
     return Result(output=bytes(s.out), status=status, err_pc=err_pc,
                   err_value=s.err_value if status else 0,
                   tape=bytes(s.tape), head=s.head, counts=counts,
                   locals=s.stack[:program.functions[0].nlocals])
+
+
+def describe_error(program: Program, result: Result) -> str:
+    """One line naming where and why a run failed (any mode, the oracle included)."""
+    msg = result.status.message
+    if result.status is Error.TAPE_BOUNDS:
+        msg += f" (to cell {result.err_value})"
+    pos = program.position(result.err_pc)
+    where = f"{program.name}:{pos[0]}:{pos[1]}" if pos and pos[0] else program.name
+    return f"{where}: runtime error at pc {result.err_pc}: {msg}"

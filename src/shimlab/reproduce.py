@@ -1,4 +1,4 @@
-"""`shimlab reproduce NAME [--quick]`: runs one experiment notebook.
+"""Runs one experiment notebook (`shimlab reproduce NAME [--quick]`).
 
 A notebook is experiments/NAME.py, a jupytext percent script; it runs here as
 a plain script with this Python (matplotlib headless) and writes its figures,
@@ -7,15 +7,14 @@ of its first markdown cell.
 """
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+from . import childpy, toolchain
 from .errors import ShimlabError
-
-EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
+from .paths import EXPERIMENTS
 _TITLE = re.compile(r"^#\s+#\s+(.+?)\s*$")
 
 
@@ -46,39 +45,18 @@ def find(name: str) -> Path:
     return books[stem]
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser("reproduce", help="run an experiment notebook (experiments/NAME.py)")
-    p.add_argument("name", nargs="?", help="the notebook, e.g. dispatch-by-compiler")
-    p.add_argument("--quick", action="store_true",
-                   help="small workloads and few samples (sets SHIMLAB_QUICK=1)")
-    p.add_argument("--list", action="store_true", help="list the notebooks")
-    p.add_argument("--cc", action="append",
-                   help="only these compilers (default: every one the setup installs)")
-    p.set_defaults(fn=main)
-
-
-def main(args) -> int:
-    if args.list:
-        books = notebooks()
-        width = max((len(n) for n in books), default=0)
-        for name, path in books.items():
-            print(f"{name:<{width}}  {describe(path)}")
-        return 0
-    if not args.name:
-        raise ShimlabError("reproduce: name a notebook (shimlab reproduce --list shows them)")
-    path = find(args.name)
-    env = dict(os.environ, MPLBACKEND="Agg")
-    if args.quick:
-        env["SHIMLAB_QUICK"] = "1"
-    if args.cc:
-        from . import toolchain
-        for name in args.cc:
-            toolchain.get_compiler(name)     # a missing compiler: one clear line, now
-        env["SHIMLAB_CC"] = ",".join(args.cc)
-    src = str(Path(__file__).resolve().parents[1])
-    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    print(f"== {path.stem}{' (quick)' if args.quick else ''}: {describe(path)} ==", flush=True)
-    proc = subprocess.run([sys.executable, str(path)], env=env, cwd=path.parent)
+def run(name: str, quick: bool = False, compilers: list[str] | None = None) -> int:
+    """Runs notebook `name` as a script, its output going to ours."""
+    path = find(name)
+    extra = {"MPLBACKEND": "Agg"}
+    if quick:
+        extra["SHIMLAB_QUICK"] = "1"
+    if compilers:
+        for cc in compilers:
+            toolchain.get_compiler(cc)     # a missing compiler: one clear line, now
+        extra["SHIMLAB_CC"] = ",".join(compilers)
+    print(f"== {path.stem}{' (quick)' if quick else ''}: {describe(path)} ==", flush=True)
+    proc = subprocess.run([sys.executable, str(path)], env=childpy.env(**extra), cwd=path.parent)
     if proc.returncode != 0:
         raise ShimlabError(f"notebook {path.stem} failed (exit status {proc.returncode}; "
                            f"its output is above)")

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from . import toolchain
 from .errors import ToolchainError
+from .paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 REPORT_DIR = ROOT / "build" / "sanitize"
 
 # The shared runtime each compiler family links ASan (and for clang, UBSan)

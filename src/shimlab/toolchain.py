@@ -32,9 +32,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import modes
 from .errors import ToolchainError
-
-ROOT = Path(__file__).resolve().parents[2]
+from .paths import cache_root
 
 # Most specific first within each family: when several names resolve to the
 # same binary (cc -> gcc -> gcc-12), the first one in this order is kept.
@@ -43,20 +43,6 @@ CANDIDATES = ("clang-22", "clang-21", "clang-20", "clang-19", "clang-18", "clang
 
 FEATURES = ("computed_goto", "asm_goto", "musttail", "preserve_none",
             "preserve_none_musttail", "rdtscp")
-
-MODE_FEATURES: dict[str, set[str]] = {
-    "switch": set(),
-    "goto": {"computed_goto"},
-    "goto-merged": {"computed_goto"},
-    "tailcall": {"musttail", "preserve_none", "preserve_none_musttail"},
-    # PeachPy handlers next to the tail-call interpreter's C handlers
-    "asm": {"musttail", "preserve_none", "preserve_none_musttail"},
-    # the JIT modes are the tail-call interpreter plus traces under its contract
-    "jit-shim": {"musttail", "preserve_none", "preserve_none_musttail"},
-    "jit-direct": {"musttail", "preserve_none", "preserve_none_musttail"},
-    "jit-direct-handler": {"musttail", "preserve_none", "preserve_none_musttail"},
-    "jit-table": {"musttail", "preserve_none", "preserve_none_musttail"},
-}
 
 # The compiler every experiment prefers, and where to get it.
 PREFERRED = "clang-19"
@@ -155,12 +141,12 @@ class Compiler:
 
     def can_build(self, mode: str) -> bool:
         """True when this compiler has every feature the dispatch mode needs."""
-        return set(MODE_FEATURES[mode]) <= self.features
+        return modes.get(mode).features <= self.features
 
     @property
     def modes(self) -> tuple[str, ...]:
         """The dispatch modes this compiler can build."""
-        return tuple(m for m in MODE_FEATURES if self.can_build(m))
+        return tuple(m for m in modes.NAMES if self.can_build(m))
 
     @property
     def short_version(self) -> str:
@@ -191,7 +177,7 @@ def apt_package(name: str) -> str:
 # --------------------------------------------------------------------- probing
 
 def cache_path() -> Path:
-    return Path(os.environ.get("SHIMLAB_BUILD_DIR", ROOT / "build")) / "toolchain.json"
+    return cache_root() / "toolchain.json"
 
 
 def _file_key(real: str) -> str:
@@ -346,9 +332,9 @@ def _lookup(name: str) -> Compiler | None:
 
 def _what(need: set[str]) -> str:
     """ "the tailcall interpreter" when `need` is exactly what a mode needs, else ""."""
-    for mode, feats in MODE_FEATURES.items():
-        if feats and set(feats) == set(need):
-            return f"the {mode} interpreter"
+    for mode in modes.MODES.values():
+        if mode.features and mode.features == set(need):
+            return f"the {mode.name} interpreter"
     return ""
 
 

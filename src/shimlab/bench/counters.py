@@ -7,57 +7,31 @@ whatever else the machine is doing.
 """
 from __future__ import annotations
 
-import ctypes
+import fcntl
 import json
 import os
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
 
-_SYS_PERF_EVENT_OPEN = 298          # x86-64
-_PERF_TYPE_HARDWARE = 0
-_PERF_COUNT_HW_INSTRUCTIONS = 1
-_IOC_ENABLE, _IOC_DISABLE, _IOC_RESET = 0x2400, 0x2401, 0x2403
-_ATTR_SIZE = 128
-
-
-def _open_counter() -> int:
-    libc = ctypes.CDLL(None, use_errno=True)
-    attr = bytearray(_ATTR_SIZE)
-    # disabled | exclude_kernel | exclude_hv
-    flags = 1 | (1 << 5) | (1 << 6)
-    struct.pack_into("IIQQQQQ", attr, 0, _PERF_TYPE_HARDWARE, _ATTR_SIZE,
-                     _PERF_COUNT_HW_INSTRUCTIONS, 0, 0, 0, flags)
-    buf = (ctypes.c_char * _ATTR_SIZE).from_buffer(attr)
-    fd = libc.syscall(_SYS_PERF_EVENT_OPEN, buf, 0, -1, -1, 0)
-    if fd < 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
-    return fd
-
+from .. import childpy, perfcounter
+from ..errors import RunError, ToolchainError
 
 def hardware_counters() -> tuple[bool, str]:
     """(works, why): can this process count its own instructions?"""
-    try:
-        fd = _open_counter()
-    except OSError as e:
-        return False, f"perf_event_open: {e.strerror}"
-    os.close(fd)
-    return True, "perf_event_open works"
+    return perfcounter.probe()
 
 
 def count_run_instructions(loaded) -> int:
-    import fcntl
-    fd = _open_counter()
+    fd = perfcounter.open_instructions()
     try:
-        fcntl.ioctl(fd, _IOC_RESET, 0)
-        fcntl.ioctl(fd, _IOC_ENABLE, 0)
+        fcntl.ioctl(fd, perfcounter.IOC_RESET, 0)
+        fcntl.ioctl(fd, perfcounter.IOC_ENABLE, 0)
         loaded.lib.sl_run(loaded.vm)
-        fcntl.ioctl(fd, _IOC_DISABLE, 0)
-        return struct.unpack("Q", os.read(fd, 8))[0]
+        fcntl.ioctl(fd, perfcounter.IOC_DISABLE, 0)
+        return perfcounter.read_count(fd)
     finally:
         os.close(fd)
 
@@ -69,7 +43,6 @@ def callgrind_available() -> bool:
 def callgrind_instructions(job: dict, timeout: float = 1800) -> int:
     """Instructions of one run of the job's interpreter, counted by callgrind."""
     if not callgrind_available():
-        from ..errors import ToolchainError
         raise ToolchainError("valgrind not found (apt-get install valgrind)")
     job = {**job, "warmup": 0, "samples": 1, "cpu": None, "perf_instructions": False}
     with tempfile.TemporaryDirectory() as tmp:
@@ -77,16 +50,14 @@ def callgrind_instructions(job: dict, timeout: float = 1800) -> int:
         cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                "--toggle-collect=sl_interpret", sys.executable, "-m", "shimlab.bench.worker"]
         proc = subprocess.run(cmd, input=json.dumps(job), capture_output=True, text=True,
-                              timeout=timeout)
+                              timeout=timeout, env=childpy.env())
         if proc.returncode != 0 or not os.path.exists(out):
-            from ..errors import RunError
             raise RunError(f"callgrind failed on {job['program']}: "
                            f"{proc.stderr.strip().splitlines()[-1:] or proc.stdout}")
         with open(out) as f:
             text = f.read()
     m = re.search(r"^(?:summary|totals):\s*(\d+)", text, re.M)
     if not m:
-        from ..errors import RunError
         raise RunError("callgrind wrote no instruction total")
     return int(m.group(1))
 
@@ -95,16 +66,14 @@ def callgrind_batch(jobs: list[dict], timeout: float = 1800) -> list[int]:
     """Instructions of one run of each synthetic job, in one valgrind process
     (one start-up instead of one per job): callgrind dumps whenever sl_interpret returns (once per run here)."""
     if not callgrind_available():
-        from ..errors import ToolchainError
         raise ToolchainError("valgrind not found (apt-get install valgrind)")
-    from ..errors import RunError
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "cg.out")
         cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                "--toggle-collect=sl_interpret", "--dump-after=sl_interpret", sys.executable, "-m",
                "shimlab.bench.worker"]
         proc = subprocess.run(cmd, input=json.dumps({"batch": jobs}), capture_output=True,
-                              text=True, timeout=timeout)
+                              text=True, timeout=timeout, env=childpy.env())
         if proc.returncode != 0:
             raise RunError(f"callgrind failed: {proc.stdout.strip()[-300:] or proc.stderr[-300:]}")
         counts = []

@@ -8,18 +8,17 @@ the worker in flight and --resume tops each configuration up.
 from __future__ import annotations
 
 import io
-import json
 import os
 import random
 import subprocess
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .. import build as build_mod
-from .. import isolate
+from .. import childpy, isolate, reference, vm
 from ..errors import RunError
-from . import counters, stats
+from ..frontend import load_program
+from ..interp import build as build_mod
+from . import counters, floors, stats, synthetic
 from .progress import Progress
 from .results import ResultFile, RunSamples
 
@@ -94,11 +93,10 @@ class Outcome:
 
 
 def relative_halfwidth(result) -> float:
-    """Half-width of the bootstrap 95% interval of the median, relative to it."""
+    """Half-width of the bootstrap 95% interval of the median, relative to it
+    (the wider side)."""
     groups = result.cycles_groups() if result.has_cycles else result.ns_groups()
-    med = stats.median(groups)
-    lo, hi = stats.bootstrap_ci(groups, n_boot=1000)
-    return max(med - lo, hi - med) / med
+    return stats.summarize(groups, n_boot=1000).rel_ci_halfwidth
 
 
 def _wants_more(c: Config, results: ResultFile, opts: Options) -> bool:
@@ -117,25 +115,16 @@ def default_cpu() -> int:
 
 def run_worker(job: dict, timeout: float) -> dict:
     """One fresh worker process; a crash or an error becomes RunError."""
-    env = dict(os.environ)
-    src = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     what = f"the {job['mode']} interpreter ({job['cc']}) running {Path(job['program']).name}"
     try:
-        proc = subprocess.run([sys.executable, "-m", "shimlab.bench.worker"],
-                              input=json.dumps(job), capture_output=True, text=True,
-                              timeout=timeout, env=env)
+        proc = childpy.run_module("shimlab.bench.worker", job, timeout)
     except subprocess.TimeoutExpired:   # subprocess.run has killed the worker
         raise RunError(f"{what} did not finish within the {timeout:g} s per-worker timeout; "
                        f"stopped it") from None
     if proc.returncode < 0:
         raise RunError(f"{what} crashed its worker: "
                        f"{isolate.describe_signal(-proc.returncode)}")
-    lines = proc.stdout.strip().splitlines()
-    try:
-        out = json.loads(lines[-1]) if lines else {}
-    except json.JSONDecodeError:
-        out = {}
+    out = childpy.last_json_line(proc.stdout)
     if "error" in out:
         raise RunError(out["error"])
     if proc.returncode != 0 or "ns" not in out:
@@ -146,9 +135,6 @@ def run_worker(job: dict, timeout: float) -> dict:
 
 def vm_instruction_count(config: Config, timeout: float | None = None) -> int:
     """VM instructions one run executes (the same in every mode; tested)."""
-    from .. import vm
-    from ..frontend import load_program
-    from . import floors, synthetic
     if synthetic.is_synthetic(config.workload):
         return synthetic.instructions_per_run(config.workload)
     if config.workload.startswith("floor:"):
@@ -160,7 +146,7 @@ def vm_instruction_count(config: Config, timeout: float | None = None) -> int:
                           f"instructions of {config.workload_name}", vm.run, b, program, data,
                           timeout=timeout)
     if result.status:
-        raise RunError(vm.describe_error(program, result))
+        raise RunError(reference.describe_error(program, result))
     return result.instructions
 
 
@@ -184,7 +170,6 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
     exact: dict[str, int] = {}
     use_perf = opts.count_instructions and counters.hardware_counters()[0]
     if opts.count_instructions and not use_perf:
-        from . import synthetic
         batch = [c for c in configs if synthetic.is_synthetic(c.workload)
                  and results.runs_done(c.key) < opts.processes]
         if batch:    # synthetic programs: one valgrind process for all of them

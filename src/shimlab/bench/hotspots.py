@@ -21,10 +21,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 
+from .. import childpy, reference, vm
 from ..errors import RunError, ToolchainError
+from ..frontend import load_program
+from ..interp import build
+from .worker import answer
 
 HANDLER_PREFIX = "sl_op_"
 _COST_LINE = re.compile(r"^[0-9+\-*]")
@@ -36,17 +41,10 @@ _PERF_TIMED = re.compile(r"^\s*(\d+)\s+(\d+\.\d+):\s+([0-9a-f]+)\s+(.*?)\s+\((.*
 JIT_PREFIX = "shimlab:"
 
 
-def _worker_env() -> dict:
-    env = dict(os.environ)
-    src = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env
-
-
 def _run(cmd, job: dict, what: str, timeout: float) -> subprocess.CompletedProcess:
     try:
         proc = subprocess.run(cmd, input=json.dumps(job), capture_output=True, text=True,
-                              timeout=timeout, env=_worker_env())
+                              timeout=timeout, env=childpy.env())
     except subprocess.TimeoutExpired:
         raise RunError(f"{what} timed out after {timeout:.0f} s") from None
     if proc.returncode != 0:
@@ -131,7 +129,6 @@ def perf_available() -> tuple[bool, str]:
 def perf_functions(job: dict, frequency: int = 10000, timeout: float = 300) -> Counter:
     """cpu-clock samples per function of the interpreter's shared object over
     the job's runs (the worker's own start-up falls outside it)."""
-    from .. import build
     so = str(build.build(job["mode"], job["cc"], tuple(job.get("flags") or build.DEFAULT_FLAGS),
                          profile=job.get("profile")).path)
     with tempfile.TemporaryDirectory(prefix="shimlab-perf-") as tmp:
@@ -189,8 +186,7 @@ def _settle(loaded, quiet_runs: int, max_runs: int) -> int:
         before = loaded.jit.stats.recordings
         result = loaded.run()
         if result.status:
-            from .. import vm
-            raise SystemExit(vm.describe_error(loaded.program, result))
+            raise SystemExit(reference.describe_error(loaded.program, result))
         runs += 1
         quiet = quiet + 1 if loaded.jit.stats.recordings == before else 0
     return runs
@@ -200,9 +196,6 @@ def jit_child(job: dict) -> dict:
     """In the profiled process: warm up until the traces settle, then the
     measured runs, timed on CLOCK_MONOTONIC (perf record -k CLOCK_MONOTONIC
     stamps samples on the same clock)."""
-    import time
-    from .. import build, vm
-    from ..frontend import load_program
     stale = Path(f"/tmp/perf-{os.getpid()}.map")      # a reused pid's old map would mislead
     stale.unlink(missing_ok=True)
     b = build.build(job["mode"], job["cc"])
@@ -225,7 +218,6 @@ def jit_perf_profile(job: dict, frequency: int = 10000, timeout: float = 300) ->
     map name (traceN:STENCIL@pcX, traceN:exit->pcY), "other": samples
     elsewhere (Python, libc, kernel), "run": what the child reported}.
     job: mode, cc, program, input, samples (measured runs)."""
-    from .. import build
     so = os.path.realpath(str(build.build(job["mode"], job["cc"]).path))
     with tempfile.TemporaryDirectory(prefix="shimlab-perf-") as tmp:
         data = os.path.join(tmp, "perf.data")
@@ -315,7 +307,6 @@ def jit_callgrind_profile(job: dict, timeout: float = 1800) -> dict:
 
 def main() -> int:
     """`python -m shimlab.bench.hotspots < job.json`: the profiled JIT run."""
-    from .worker import answer
     return answer(jit_child, json.loads(sys.stdin.read()))
 
 

@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from .results import ConfigResult, ResultFile  # noqa: E402
+from .stats import verdict  # noqa: E402
 
 __all__ = ["plot_distributions", "plot_ratios"]
 
@@ -130,7 +131,6 @@ def plot_ratios(rows: Iterable, out_prefix, baseline_name: str,
     rows: compare.RatioRow objects, dicts with label/ratio/lo/hi, or
     (label, ratio, lo, hi) tuples.  Green: interval below 1, red: above.
     """
-    from .stats import verdict
 
     fields = [_row_fields(r) for r in rows]
     if not fields:

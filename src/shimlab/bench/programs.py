@@ -7,29 +7,18 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .. import modes as mode_registry
 from .. import toolchain
 from ..errors import ShimlabError
+from ..paths import EXAMPLES
 from . import harness, stats
-from .results import ResultFile
+from .results import ResultFile, results_path
 from .table import table
 
-ROOT = Path(__file__).resolve().parents[3]
-MODES = ("tailcall", "jit-shim", "jit-direct", "jit-direct-handler", "jit-table")
+MODES = ("tailcall",) + mode_registry.JIT
 WORKLOADS = {"quick": ["bf/nested.bf", "minipy/nested_loops.py"],
              "full": ["bf/heavy.bf", "bf/nested.bf", "bf/squares.bf", "minipy/heavy.py",
                       "minipy/nested_loops.py", "minipy/sieve.py"]}
-
-
-def add_parser(bsub) -> None:
-    p = bsub.add_parser("programs", help="BF and minipy programs: tailcall against the JIT modes")
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--workload", action="append")
-    p.add_argument("--cc")
-    p.add_argument("--processes", type=int)
-    p.add_argument("--samples", type=int)
-    p.add_argument("--cpu", type=int)
-    p.add_argument("-o", "--output")
-    p.set_defaults(fn=main)
 
 
 def configs_for(workloads: list[str], cc: str, modes=MODES) -> list[harness.Config]:
@@ -70,13 +59,12 @@ def ratios(results: ResultFile, workloads: list[str], cc: str, modes=MODES) -> l
 
 
 def main(args) -> int:
-    cc = toolchain.get_compiler(args.cc, need=set(toolchain.MODE_FEATURES["jit-direct"])).name
-    workloads = args.workload or [str(ROOT / "examples" / w)
+    cc = toolchain.get_compiler(args.cc, need=set(mode_registry.get("jit-direct").features)).name
+    workloads = args.workload or [str(EXAMPLES / w)
                                   for w in WORKLOADS["quick" if args.quick else "full"]]
     configs = configs_for(workloads, cc)
     opts = harness.Options(processes=args.processes or (3 if args.quick else 5), warmup=2,
                            samples=args.samples or (10 if args.quick else 5), cpu=args.cpu)
-    from .suites import results_path
     path = results_path(args.output, "programs")
     results = ResultFile.open(path)
     outcome = harness.measure(configs, results, opts)

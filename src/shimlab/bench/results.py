@@ -38,6 +38,7 @@ from typing import Iterator
 import pyperf
 
 from ..errors import ShimlabError
+from ..paths import RESULTS
 
 __all__ = ["RunSamples", "ConfigResult", "ResultFile", "load", "collect_environment",
            "FORMAT_VERSION"]
@@ -52,11 +53,14 @@ K_VM_INSTRUCTIONS = "shimlab_vm_instructions"
 K_PID = "shimlab_worker_pid"
 K_CPU = "shimlab_cpu"
 K_LAYOUT = "shimlab_layout_seed"
+K_CODE_LAYOUT = "shimlab_code_layout"
+K_CODE_AT = "shimlab_code_at"
 K_TSC_HZ = "shimlab_tsc_hz"
 K_VERSION = "shimlab_version"
 K_GIT = "shimlab_git_commit"
 
-_RUN_KEYS = (K_CYCLES, K_INSTRUCTIONS, K_VM_INSTRUCTIONS, K_PID, K_CPU, K_LAYOUT)
+_RUN_KEYS = (K_CYCLES, K_INSTRUCTIONS, K_VM_INSTRUCTIONS, K_PID, K_CPU, K_LAYOUT,
+             K_CODE_LAYOUT, K_CODE_AT)
 _PYPERF_RUN_KEYS = ("name", "unit", "loops", "inner_loops", "duration")
 _JSON_TAG = "json:"
 
@@ -72,6 +76,8 @@ class RunSamples:
     worker_pid: int | None = None
     cpu: int | None = None
     layout_seed: int | None = None       # the VM memory layout this process used
+    code_layout: int | None = None       # the interpreter build's code layout (build.code_shift)
+    code_at: int | None = None           # where its code landed: sl_interpret's page offset
 
 
 @dataclass
@@ -163,7 +169,8 @@ def _encode_run(run: RunSamples, common: dict) -> pyperf.Run:
     for key, value in ((K_INSTRUCTIONS, run.instructions),
                        (K_VM_INSTRUCTIONS, run.vm_instructions),
                        (K_PID, run.worker_pid), (K_CPU, run.cpu),
-                       (K_LAYOUT, run.layout_seed)):
+                       (K_LAYOUT, run.layout_seed), (K_CODE_LAYOUT, run.code_layout),
+                       (K_CODE_AT, run.code_at)):
         if value is not None:
             metadata[key] = _as_int(value, key, 0)
     return pyperf.Run([v / 1e9 for v in ns], warmups=warmups or None,
@@ -185,6 +192,8 @@ def _decode_run(run: pyperf.Run) -> RunSamples:
         worker_pid=md.get(K_PID),
         cpu=md.get(K_CPU),
         layout_seed=md.get(K_LAYOUT),
+        code_layout=md.get(K_CODE_LAYOUT),
+        code_at=md.get(K_CODE_AT),
     )
 
 
@@ -204,15 +213,32 @@ def _decode_benchmark(bench: pyperf.Benchmark) -> ConfigResult:
 
 # -- environment ---------------------------------------------------------------
 
-def _cpu_model() -> str | None:
+def _cpuinfo() -> dict[str, str]:
+    """The first processor's fields of /proc/cpuinfo."""
+    out: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip() or None
+                if not line.strip():
+                    break
+                key, _, value = line.partition(":")
+                out[key.strip()] = value.strip()
     except OSError:
         pass
-    return platform.processor() or None
+    return out
+
+
+def _cpu_model() -> str | None:
+    return _cpuinfo().get("model name") or platform.processor() or None
+
+
+def _cpu_identity() -> str | None:
+    """family/model/stepping and microcode: two machines with one model name
+    can differ in both, and a microcode update can move branch costs."""
+    info = _cpuinfo()
+    parts = [f"{k} {info[k]}" for k in ("cpu family", "model", "stepping", "microcode")
+             if info.get(k)]
+    return ", ".join(parts) or None
 
 
 def _git(*args: str) -> str | None:
@@ -255,6 +281,8 @@ def collect_environment() -> dict:
     env = {
         "hostname": platform.node() or None,
         "cpu_model_name": _cpu_model(),
+        "cpu_identity": _cpu_identity(),
+        "kernel": f"{platform.system()} {platform.release()} {platform.version()}".strip(),
         "cpu_count": os.cpu_count(),
         K_VERSION: _shimlab_version(),
         K_GIT: _git_commit(),
@@ -429,3 +457,42 @@ def _atomic_write(path: Path, data: bytes) -> None:
         pass
     finally:
         os.close(dfd)
+
+
+def _new_path(output: str | None, suite: str) -> Path:
+    if output:
+        return Path(output)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return RESULTS / f"{suite}-{stamp}.json"
+
+
+def new_path(output: str | None, suite: str, resume: str | None = None) -> Path:
+    """--resume's file, else -o's, else results/SUITE-DATE.json (not checked)."""
+    return Path(resume) if resume else _new_path(output, suite)
+
+
+def results_path(output: str | None, suite: str) -> Path:
+    """-o's file, or results/SUITE-DATE.json, checked writable before measuring."""
+    path = _new_path(output, suite)
+    check_writable(path)
+    return path
+
+
+def check_writable(path: Path) -> None:
+    """Fail before any measuring if the results file cannot be written there;
+    the probe file is removed, so nothing is left behind."""
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ShimlabError(f"{path}: cannot write the results file there: {parent} "
+                                   f"is not a directory")
+            break
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.probe"):
+            pass
+    except OSError as e:
+        raise ShimlabError(f"{path}: cannot write the results file there: "
+                           f"{e.strerror or e}") from None
+    if path.is_dir():
+        raise ShimlabError(f"{path}: is a directory, not a results file")

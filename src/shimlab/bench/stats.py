@@ -1,8 +1,6 @@
-"""Statistics for benchmark samples: medians with bootstrap confidence intervals.
-
-Numpy only.  Every bootstrap is deterministic for a given seed.  Samples may be
-a flat array (i.i.d. samples) or a list of arrays, one per worker process, in
-which case the bootstrap resamples processes first and samples within them.
+"""The one place that computes benchmark statistics: medians, bootstrap intervals,
+ratios, differences and least-squares slopes (numpy only, deterministic per seed).
+Samples given one array per worker process are resampled by process, then within it.
 """
 from __future__ import annotations
 
@@ -14,7 +12,8 @@ import numpy as np
 
 __all__ = [
     "median", "bootstrap_ci", "ratio_ci", "verdict", "geometric_mean_ratio",
-    "Summary", "summarize",
+    "Summary", "summarize", "replicates", "Estimate", "estimate", "median_estimate",
+    "difference", "ratio_of", "slope", "slope_estimate", "steps", "fit_band",
 ]
 
 Stat = Callable[..., np.ndarray]
@@ -116,10 +115,17 @@ def _boot_stats(x, stat: Stat, n_boot: int, rng: np.random.Generator) -> np.ndar
     return out
 
 
-def _interval(reps: np.ndarray, alpha: float) -> tuple[float, float]:
+def _bounds(reps: np.ndarray, alpha: float, axis=None):
     if not 0.0 < alpha < 1.0:
         raise ValueError("alpha must be in (0, 1)")
-    lo, hi = np.quantile(reps, [alpha / 2.0, 1.0 - alpha / 2.0])
+    # replicates of a ratio can be infinite (a zero denominator); the interval
+    # is then infinite or NaN, which verdict() reads as not significant
+    with np.errstate(invalid="ignore"):
+        return np.quantile(reps, [alpha / 2.0, 1.0 - alpha / 2.0], axis=axis)
+
+
+def _interval(reps: np.ndarray, alpha: float) -> tuple[float, float]:
+    lo, hi = _bounds(reps, alpha)
     return float(lo), float(hi)
 
 
@@ -206,7 +212,9 @@ class Summary:
     stdev: float              # sample standard deviation (0 for one sample)
     min: float
     max: float
-    rel_ci_halfwidth: float   # (hi - lo) / 2 / median: the precision reached
+    # the precision reached: the wider side of the interval, relative to the
+    # median, so that a target of +-2% holds on both sides of a skewed interval
+    rel_ci_halfwidth: float
 
 
 def summarize(x, n_boot: int = 2000, alpha: float = 0.05, seed: int = 0) -> Summary:
@@ -224,5 +232,105 @@ def summarize(x, n_boot: int = 2000, alpha: float = 0.05, seed: int = 0) -> Summ
         stdev=float(np.std(pooled, ddof=1)) if n > 1 else 0.0,
         min=float(np.min(pooled)),
         max=float(np.max(pooled)),
-        rel_ci_halfwidth=(hi - lo) / 2.0 / med if med else math.inf,
+        rel_ci_halfwidth=max(med - lo, hi - med) / med if med else math.inf,
     )
+
+
+# -- estimates carried through arithmetic -------------------------------------------
+#
+# A derived quantity (a slope of medians, a ratio of two slopes) gets its
+# interval by applying the same arithmetic to the replicates of its parts.
+# That is only right when the parts were bootstrapped independently: draw
+# them from one Generator, never from the same seed twice.
+
+def replicates(x, stat: Stat = np.median, n_boot: int = 2000, rng=0) -> np.ndarray:
+    """n_boot bootstrap replicates of stat(x), resampling processes first if x has groups.
+
+    rng is a seed or a np.random.Generator to draw from (and advance).
+    """
+    return _boot_stats(x, stat, n_boot, np.random.default_rng(rng))
+
+
+@dataclass
+class Estimate:
+    """A value, its bootstrap replicates and their percentile interval."""
+    value: float
+    lo: float
+    hi: float
+    reps: np.ndarray
+
+    def fmt(self, digits: int = 2) -> str:
+        return f"{self.value:.{digits}f} [{self.lo:.{digits}f}, {self.hi:.{digits}f}]"
+
+
+def estimate(value: float, reps, alpha: float = 0.05) -> Estimate:
+    """value with the (1 - alpha) percentile interval of its replicates."""
+    reps = np.asarray(reps, dtype=np.float64)
+    lo, hi = _interval(reps, alpha)
+    return Estimate(float(value), lo, hi, reps)
+
+
+def median_estimate(x, n_boot: int = 2000, rng=0, alpha: float = 0.05) -> Estimate:
+    """The median of x with its bootstrap replicates (grouped as in bootstrap_ci)."""
+    return estimate(median(x), replicates(x, np.median, n_boot, rng), alpha)
+
+
+def difference(a: Estimate, b: Estimate, alpha: float = 0.05) -> Estimate:
+    """a - b, replicate by replicate."""
+    return estimate(a.value - b.value, a.reps - b.reps, alpha)
+
+
+def ratio_of(a: Estimate, b: Estimate, alpha: float = 0.05) -> Estimate:
+    """a / b, replicate by replicate; the value is NaN when b's is zero."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        reps = a.reps / b.reps
+    return estimate(a.value / b.value if b.value else math.nan, reps, alpha)
+
+
+def _slopes(xs, ys: np.ndarray) -> np.ndarray:
+    """Least-squares slope of every column of ys (one row per x) against xs."""
+    x = np.asarray(xs, dtype=np.float64)
+    if x.ndim != 1 or x.size != ys.shape[0] or x.size < 2 or np.ptp(x) == 0:
+        raise ValueError("a slope needs one y per x and at least two distinct x")
+    xc = x - x.mean()
+    return (xc[:, None] * (ys - ys.mean(axis=0))).sum(axis=0) / (xc ** 2).sum()
+
+
+def slope(xs, ys) -> float:
+    """Least-squares slope of ys against xs."""
+    return float(_slopes(xs, np.asarray(ys, dtype=np.float64)[:, None])[0])
+
+
+def _rep_matrix(points: Sequence[Estimate]) -> np.ndarray:
+    return np.vstack([p.reps for p in points])          # (x, replicate)
+
+
+def slope_estimate(xs, points: Sequence[Estimate], alpha: float = 0.05) -> Estimate:
+    """Least-squares slope of the points' values against xs.
+
+    Replicate k is the slope through every point's k-th replicate, so each
+    point's own uncertainty (e.g. a grouped bootstrap of its median) carries
+    into the slope's interval.
+    """
+    return estimate(slope(xs, [p.value for p in points]),
+                    _slopes(xs, _rep_matrix(points)), alpha)
+
+
+def steps(xs, points: Sequence[Estimate], alpha: float = 0.05) -> list[Estimate]:
+    """The slope between each pair of consecutive points: the marginal cost."""
+    xs, points = list(xs), list(points)
+    return [slope_estimate(xs[k:k + 2], points[k:k + 2], alpha) for k in range(len(xs) - 1)]
+
+
+def fit_band(xs, points: Sequence[Estimate], grid,
+             alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(line, lo, hi) at each x of grid: the least-squares line through the
+    points' values and the pointwise (1 - alpha) band of the replicates' lines."""
+    x = np.asarray(xs, dtype=np.float64)
+    at = np.asarray(grid, dtype=np.float64) - x.mean()
+    values = np.array([p.value for p in points])
+    line = values.mean() + slope(x, values) * at
+    reps = _rep_matrix(points)
+    lines = reps.mean(axis=0)[None, :] + _slopes(x, reps)[None, :] * at[:, None]
+    lo, hi = _bounds(lines, alpha, axis=1)
+    return line, lo, hi

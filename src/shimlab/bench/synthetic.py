@@ -10,7 +10,10 @@ interpreted); they differ only in M round trips per iteration.  The work
 is LOAD_INT/POP pairs: cheap, and no long dependency chain through memory.
 
 A spec names a program: "transitions:m=4,j=64,i=64,n=20000" (or "interp:k=16,n=..."
-for a loop of k interpreted instructions, which measures one dispatch).
+for a loop of k interpreted instructions, which measures one dispatch).  With
+",sites=K" a jit-direct-sites run enters its M traces through K copies of
+ENTER_JIT (trace k through copy k mod K): the same program and traces with
+K entry jumps, which separates the number of entry sites from the crossings.
 """
 from __future__ import annotations
 
@@ -31,12 +34,14 @@ class Spec:
     i: int = 64         # VM instructions per iteration in the interpreter (work part)
     k: int = 0          # interp: instructions per iteration
     n: int = 20000      # iterations
+    sites: int = 0      # jit-direct-sites: ENTER_JIT copies the traces share (0: one each)
 
     @property
     def name(self) -> str:
         if self.kind == "interp":
             return f"interp:k={self.k},n={self.n}"
-        return f"transitions:m={self.m},j={self.j},i={self.i},n={self.n}"
+        sites = f",sites={self.sites}" if self.sites else ""
+        return f"transitions:m={self.m},j={self.j},i={self.i},n={self.n}{sites}"
 
 
 def is_synthetic(workload: str) -> bool:
@@ -60,6 +65,8 @@ def parse(spec: str) -> Spec:
             raise ShimlabError(f"{spec}: k must be an even number >= 2")
     else:
         raise ShimlabError(f"unknown synthetic workload {spec!r}")
+    if s.sites < 0 or (s.sites and s.kind != "transitions"):
+        raise ShimlabError(f"{spec}: sites must be a positive count, of a transitions program")
     if s.n < 1:
         raise ShimlabError(f"{spec}: n must be at least 1")
     return s
@@ -104,6 +111,16 @@ def build(spec: str) -> tuple[Program, list[tuple[int, int]]]:
     prog = a.finish()
     prog.functions = [Function("main", 0, 0, 1, ["n"], 4)]
     return verify(prog), stretches
+
+
+def jit_options(spec: str, stretches) -> dict:
+    """What the JIT of a run of this program is told: install the stretches,
+    record nothing, and (sites=K) share K entry copies."""
+    s = parse(spec)
+    out = {"stretches": stretches, "record": False}
+    if s.sites:
+        out["entry_sites"] = s.sites
+    return out
 
 
 def instructions_per_run(spec: str) -> int:

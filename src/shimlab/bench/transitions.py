@@ -14,18 +14,17 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from .. import build as build_mod
+from .. import modes as mode_registry
 from .. import toolchain
 from . import floors, harness, stats, synthetic
-from .results import ResultFile
+from .results import ResultFile, results_path
 from .table import table
 
-MODES = ("jit-shim", "jit-direct", "jit-direct-handler", "jit-table")
+MODES = mode_registry.JIT
 # per size: round trips per iteration, J, I, iterations, interp loop lengths,
 # (processes, warmup, samples).  M starts at 4: with M = 1 the one entry is
 # dispatched by the loop's back-edge, a handler that only ever goes to
@@ -63,83 +62,59 @@ def _per_iteration(results: ResultFile, key: str, n: int) -> list[np.ndarray]:
     return [np.asarray(g, dtype=float) / n for g in results.get(key).cycles_groups()]
 
 
-def _reps(groups, n_boot: int, rng) -> np.ndarray:
-    return stats._boot_stats(groups, np.median, n_boot, rng)
-
-
-def _slope(xs, ys) -> float:
-    xs, ys = np.asarray(xs, float), np.asarray(ys, float)
-    return float(np.polyfit(xs, ys, 1)[0])
-
-
-def _slope_reps(xs, rep_matrix: np.ndarray) -> np.ndarray:
-    """Least-squares slope for each bootstrap replicate (rows: x values)."""
-    x = np.asarray(xs, float)
-    xc = x - x.mean()
-    return (xc[:, None] * (rep_matrix - rep_matrix.mean(axis=0))).sum(axis=0) / (xc ** 2).sum()
-
-
-@dataclass
-class Estimate:
-    value: float
-    lo: float
-    hi: float
-    reps: np.ndarray
-
-    def fmt(self, digits: int = 2) -> str:
-        return f"{self.value:.{digits}f} [{self.lo:.{digits}f}, {self.hi:.{digits}f}]"
-
-
-def _estimate(value: float, reps: np.ndarray) -> Estimate:
-    lo, hi = np.percentile(reps, [2.5, 97.5])
-    return Estimate(value, float(lo), float(hi), reps)
-
-
 def analyze(results: ResultFile, size: dict, cc: str, modes=MODES,
             n_boot: int = 2000) -> dict:
+    # one Generator for every median: their replicates must be independent of
+    # each other for slopes and ratios of them to carry the right uncertainty
     rng = np.random.default_rng(0)
-    n, ms = size["n"], list(size["ms"])
+    n = size["n"]
     out = {"modes": {}, "floors": {}, "size": {k: v for k, v in size.items() if k != "runs"}}
-    # one interpreter dispatch: slope of the interpreted loop against its length
-    ks = list(size["ks"])
-    kg = [_per_iteration(results, f"transitions/{interp_spec(k, size)}/jit-direct/{cc}", n)
-          for k in ks]
-    disp_val = (stats.median(kg[1]) - stats.median(kg[0])) / (ks[1] - ks[0])
-    disp_reps = (_reps(kg[1], n_boot, rng) - _reps(kg[0], n_boot, rng)) / (ks[1] - ks[0])
-    dispatch = _estimate(disp_val, disp_reps)
-    out["dispatch"] = dispatch
-    ins_k = [results.get(f"transitions/{interp_spec(k, size)}/jit-direct/{cc}").runs[0].instructions
-             for k in ks]
-    out["dispatch_instructions"] = ((ins_k[1] - ins_k[0]) / n / (ks[1] - ks[0])
-                                    if None not in ins_k else None)
+    out["dispatch"], out["dispatch_instructions"] = _dispatch(results, size, cc, n_boot, rng)
     for mode in modes:
-        keys = [f"transitions/{spec(m, size)}/{mode}/{cc}" for m in ms]
-        groups = [_per_iteration(results, k, n) for k in keys]
-        meds = [stats.median(g) for g in groups]
-        reps = np.vstack([_reps(g, n_boot, rng) for g in groups])
-        slope = _estimate(_slope(ms, meds), _slope_reps(ms, reps))
-        ins = [results.get(k).runs[0].instructions for k in keys]
-        ins_slope = _slope(ms, [i / n for i in ins]) if None not in ins else None
-        out["modes"][mode] = {"per_iteration": meds, "round_trip": slope,
-                              # each M's median with its replicates: for marginal
-                              # costs between consecutive M and error bars
-                              "per_iteration_ci": [_estimate(v, r) for v, r in zip(meds, reps)],
-                              "instructions": ins_slope,
-                              "instructions_per_iteration": [None if i is None else i / n
-                                                             for i in ins],
-                              "dispatches": _estimate(slope.value / dispatch.value,
-                                                      slope.reps / dispatch.reps)}
+        out["modes"][mode] = _mode(results, size, cc, mode, out["dispatch"], n_boot, rng)
     if "jit-direct" in out["modes"]:
         d = out["modes"]["jit-direct"]["round_trip"]
-        for mode, r in out["modes"].items():
-            rt = r["round_trip"]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                r["vs_direct"] = _estimate(rt.value / d.value, rt.reps / d.reps)
+        for r in out["modes"].values():
+            r["vs_direct"] = stats.ratio_of(r["round_trip"], d)
     for f in floors.FLOORS:
         g = [np.asarray(x, float) / floors.elements_per_sample()
              for x in results.get(f"transitions/floor:{f}/jit-direct/{cc}").cycles_groups()]
-        out["floors"][f] = _estimate(stats.median(g), _reps(g, n_boot, rng))
+        out["floors"][f] = stats.median_estimate(g, n_boot, rng)
     return out
+
+
+def _dispatch(results: ResultFile, size: dict, cc: str, n_boot: int, rng):
+    """One interpreter dispatch: the slope of the interpreted loop against its
+    length, in cycles (with replicates) and in instructions (or None)."""
+    n, ks = size["n"], list(size["ks"])
+    keys = [f"transitions/{interp_spec(k, size)}/jit-direct/{cc}" for k in ks]
+    points = [stats.median_estimate(_per_iteration(results, key, n), n_boot, rng)
+              for key in keys]
+    return stats.slope_estimate(ks, points), _instruction_slope(ks, _instructions(results, keys), n)
+
+
+def _instructions(results: ResultFile, keys: list[str]) -> list[int | None]:
+    return [results.get(k).runs[0].instructions for k in keys]
+
+
+def _instruction_slope(xs, ins: list[int | None], n: int) -> float | None:
+    return stats.slope(xs, [i / n for i in ins]) if None not in ins else None
+
+
+def _mode(results: ResultFile, size: dict, cc: str, mode: str, dispatch: stats.Estimate,
+          n_boot: int, rng) -> dict:
+    n, ms = size["n"], list(size["ms"])
+    keys = [f"transitions/{spec(m, size)}/{mode}/{cc}" for m in ms]
+    points = [stats.median_estimate(_per_iteration(results, k, n), n_boot, rng) for k in keys]
+    slope = stats.slope_estimate(ms, points)
+    ins = _instructions(results, keys)
+    return {"per_iteration": [p.value for p in points], "round_trip": slope,
+            # each M's median with its replicates: for marginal costs between
+            # consecutive M and error bars
+            "per_iteration_ci": points,
+            "instructions": _instruction_slope(ms, ins, n),
+            "instructions_per_iteration": [None if i is None else i / n for i in ins],
+            "dispatches": stats.ratio_of(slope, dispatch)}
 
 
 # -- report ------------------------------------------------------------------------
@@ -172,7 +147,7 @@ def report(a: dict, out=None) -> None:
     steps = []
     for mode, r in a["modes"].items():
         y, ms = r["per_iteration"], s["ms"]
-        steps.append((mode, *(f"{(y[k + 1] - y[k]) / (ms[k + 1] - ms[k]):.1f}"
+        steps.append((mode, *(f"{stats.slope(ms[k:k + 2], y[k:k + 2]):.1f}"
                               for k in range(len(ms) - 1))))
     print("\ncycles per round trip between consecutive M (a straight line has equal steps):",
           file=out)
@@ -189,12 +164,12 @@ def reading(a: dict) -> str:
     parts = []
     if {"jit-shim", "jit-direct"} <= set(m):
         shim, direct = m["jit-shim"]["round_trip"], m["jit-direct"]["round_trip"]
-        diff = shim.reps - direct.reps
-        lo, hi = np.percentile(diff, [2.5, 97.5])
+        diff = stats.difference(shim, direct)
+        lo, hi = diff.lo, diff.hi
         save6 = a["floors"]["call-save6"].value
         if lo > 0:
             parts.append(f"A round trip through the shim costs {shim.value:.1f} cycles, "
-                         f"{shim.value - direct.value:.1f} [{lo:.1f}, {hi:.1f}] more than a direct "
+                         f"{diff.value:.1f} [{lo:.1f}, {hi:.1f}] more than a direct "
                          f"one ({direct.value:.1f}); the floor for what the shim adds, a call that "
                          f"saves and restores six registers, is {save6:.1f} cycles.")
         else:
@@ -210,7 +185,8 @@ def reading(a: dict) -> str:
                      "(CPython's JIT aims at two or three for entry plus exit).")
     if "jit-direct-handler" in m and "jit-direct" in m:
         vs = m["jit-direct-handler"]["vs_direct"]
-        sig = "significant" if vs.lo > 1 or vs.hi < 1 else "not significant"
+        sig = ("not significant" if stats.verdict(vs.value, vs.lo, vs.hi) == "not significant"
+               else "significant")
         parts.append(f"Exiting straight to the handler instead of through the table: ratio "
                      f"{vs.fmt(2)} to jit-direct ({sig}).")
     if "jit-table" in m and "jit-direct" in m:
@@ -225,7 +201,7 @@ def reading(a: dict) -> str:
 
 def to_json(a: dict) -> dict:
     def enc(v):
-        if isinstance(v, Estimate):
+        if isinstance(v, stats.Estimate):
             return {"value": v.value, "ci95": [v.lo, v.hi]}
         if isinstance(v, dict):
             return {k: enc(x) for k, x in v.items()}
@@ -269,32 +245,15 @@ def plot(a: dict, prefix: Path) -> list[Path]:
 
 # -- command ------------------------------------------------------------------------
 
-def add_parser(bsub) -> None:
-    t = bsub.add_parser("transitions", help="the cost of one interpreter<->JIT round trip, "
-                        "shim against direct")
-    t.add_argument("--size", choices=list(SIZES), default="quick")
-    t.add_argument("--cc", help="compiler (a clang with preserve_none; default: the best)")
-    t.add_argument("--mode", action="append", choices=MODES)
-    t.add_argument("--processes", type=int)
-    t.add_argument("--samples", type=int)
-    t.add_argument("--cpu", type=int)
-    t.add_argument("--no-count", action="store_true",
-                   help="skip the exact instruction counts (callgrind)")
-    t.add_argument("-o", "--output", help="results file (default: results/transitions-DATE.json)")
-    t.add_argument("--plot", action="store_true", help="write PNG/SVG plots next to it")
-    t.set_defaults(fn=main)
-
-
 def main(args) -> int:
     size = SIZES[args.size]
-    cc = toolchain.get_compiler(args.cc, need=set(toolchain.MODE_FEATURES["jit-direct"])).name
+    cc = toolchain.get_compiler(args.cc, need=set(mode_registry.get("jit-direct").features)).name
     modes = tuple(args.mode or MODES)
     configs = configs_for(size, cc, modes)
     procs, warmup, samples = size["runs"]
     opts = harness.Options(processes=args.processes or procs, warmup=warmup,
                            samples=args.samples or samples, cpu=args.cpu,
                            count_instructions=not args.no_count)
-    from .suites import results_path
     path = results_path(args.output, "transitions")
     results = ResultFile.open(path)
     print(f"{len(configs)} configurations x {opts.processes} worker processes x "

@@ -11,6 +11,14 @@ import os
 import sys
 import time
 
+from .. import modes, reference, vm
+from ..abi.vmh import ffi
+from ..frontend import load_program
+from ..interp import build, loader
+from ..jit.memory import CodeMemory
+from . import floors, synthetic
+from .counters import count_run_instructions
+
 
 def calibrate_tsc(lib, seconds: float = 0.05) -> float:
     """TSC ticks per second, measured against CLOCK_MONOTONIC."""
@@ -20,22 +28,25 @@ def calibrate_tsc(lib, seconds: float = 0.05) -> float:
     return (c1 - c0) * 1e9 / (n1 - n0)
 
 
-def run_job(job: dict) -> dict:
-    from .. import build, vm
-    from ..frontend import load_program
+def code_placement(lib) -> int:
+    """Where the interpreter's code landed: sl_interpret's offset in its page
+    (the address bits that decide alignment and 4K aliasing; recorded so a
+    verdict can be traced to the placement it was measured at)."""
+    return int(ffi().cast("uintptr_t", lib.sl_interpret)) & 0xFFF
 
+
+def run_job(job: dict) -> dict:
     if job.get("cpu") is not None:
         os.sched_setaffinity(0, {int(job["cpu"])})
     b = build.build(job["mode"], job["cc"], tuple(job.get("flags") or build.DEFAULT_FLAGS),
-                    profile=job.get("profile"))
-    from . import synthetic
+                    profile=job.get("profile"), code_layout=int(job.get("code_layout") or 0))
     if job["program"].startswith("floor:"):
         return _run_floor(job, b)
     jit = None
     if synthetic.is_synthetic(job["program"]):
         program, stretches = synthetic.build(job["program"])
-        if build.is_jit(job["mode"]):
-            jit = {"stretches": stretches, "record": False}
+        if modes.is_jit(job["mode"]):
+            jit = synthetic.jit_options(job["program"], stretches)
     else:
         program = load_program(job["program"])
     data = b""
@@ -53,29 +64,30 @@ def run_job(job: dict) -> dict:
         for _ in range(int(job.get("warmup", 1))):
             result = loaded.run()
             if result.status:
-                raise SystemExit(f"{job['program']}: {vm.describe_error(program, result)}")
+                raise SystemExit(f"{job['program']}: {reference.describe_error(program, result)}")
             warmup_ns.append(loaded.ns)
-        cycles, ns = loaded.bench(0, int(job.get("samples", 5)))
+        if jit is not None and jit.get("stretches") and seed:
+            # traces installed up front: move them and the VM for every run
+            cycles, ns = loaded.bench_relocating(int(job.get("samples", 5)), seed)
+        else:
+            cycles, ns = loaded.bench(0, int(job.get("samples", 5)))
         out = {"cycles": cycles, "ns": ns, "warmup_ns": warmup_ns, "tsc_hz": tsc_hz,
                "pid": os.getpid(), "cpu": os.sched_getaffinity(0) and sorted(os.sched_getaffinity(0))[0],
                "compiler_version": b.compiler.version, "flags": " ".join(b.command_flags),
-               "layout_seed": seed}
+               "layout_seed": seed, "code_layout": b.code_layout,
+               "code_at": code_placement(loaded.lib)}
         if job.get("perf_instructions"):
-            from .counters import count_run_instructions
             out["instructions"] = count_run_instructions(loaded)
     return out
 
 
 def _run_floor(job: dict, b) -> dict:
     """A floor of the transition benchmark (bench/floors.py), timed in C."""
-    from .. import vm
-    from ..jit.memory import CodeMemory
-    from . import floors
-    lib = vm._lib(str(b.path))
+    lib = loader.library(str(b.path))
     tsc_hz = calibrate_tsc(lib)
-    memory = CodeMemory(lib, vm.ffi(), min(vm.handler_addresses(b)))
+    memory = CodeMemory(lib, ffi(), min(loader.handler_addresses(b)))
     try:
-        cycles = floors.measure(lib, vm.ffi(), memory, job["program"].split(":", 1)[1],
+        cycles = floors.measure(lib, ffi(), memory, job["program"].split(":", 1)[1],
                                 int(job.get("samples", 5)), int(job.get("warmup", 1)))
     finally:
         memory.release()
@@ -87,13 +99,12 @@ def _run_floor(job: dict, b) -> dict:
 
 def run_batch(jobs: list[dict]) -> dict:
     """One sl_run of each job's program, in order (callgrind dumps after each)."""
-    from .. import build, vm
-    from . import synthetic
     done = []
     for job in jobs:
         b = build.build(job["mode"], job["cc"], tuple(job.get("flags") or build.DEFAULT_FLAGS))
         program, stretches = synthetic.build(job["program"])
-        jit = {"stretches": stretches, "record": False} if build.is_jit(job["mode"]) else None
+        jit = synthetic.jit_options(job["program"], stretches) if modes.is_jit(job["mode"]) \
+            else None
         with vm.Loaded(b, program, b"", jit=jit) as loaded:
             status = loaded.lib.sl_run(loaded.vm)
             if status:

@@ -5,23 +5,20 @@ from pathlib import Path
 
 from ..bytecode import Program
 from ..errors import FrontendError
+from . import bf, minipy, slbc
 from .verify import verify
 
 LANGUAGES = {".b": "bf", ".bf": "bf", ".py": "minipy", ".slbc": "bytecode"}
+COMPILERS = {"bf": bf.compile_source, "minipy": minipy.compile_source,
+             "bytecode": slbc.compile_source}
 
 
 def compile_text(source: str, filename: str, language: str) -> Program:
     if not source.strip():
         raise FrontendError(f"{filename}: empty program")
-    if language == "bf":
-        from .bf import compile_source
-    elif language == "minipy":
-        from .minipy import compile_source
-    elif language == "bytecode":
-        from .slbc import compile_source
-    else:
+    if language not in COMPILERS:
         raise FrontendError(f"{filename}: unknown language {language!r}")
-    return verify(compile_source(source, filename))
+    return verify(COMPILERS[language](source, filename))
 
 
 def load_program(path: str | Path) -> Program:

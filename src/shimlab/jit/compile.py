@@ -6,13 +6,11 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from .. import isa
+from .. import isa, modes
 from ..errors import ShimlabError
 from . import stencils as stencil_store
 from .trace import Trace
 
-EXIT_STENCIL = {"jit-shim": "exit:shim", "jit-direct": "exit:direct",
-                "jit-direct-handler": "exit:direct-handler", "jit-table": "exit:direct"}
 SLOT_ALIGN = 8
 INT3 = 0xCC
 
@@ -50,7 +48,6 @@ class Compiled:
     slot_size: int
     exits: list[Exit]
     symbols: list[tuple[int, int, str]]   # (offset, size, name) for the perf map
-    loop_offset: int
 
 
 def _to_handler(ctx: Context, ex: Exit) -> bool:
@@ -60,8 +57,8 @@ def _to_handler(ctx: Context, ex: Exit) -> bool:
     exit does too: through the table it could land on ENTER_JIT (a deopt at a
     loop header, or where a trace was installed later), enter the trace again,
     deopt again, forever.  (jit-shim's ENTER_JIT runs the original instruction.)"""
-    return ctx.mode == "jit-direct-handler" or (ex.deopt and ctx.mode in ("jit-direct",
-                                                                          "jit-table"))
+    how = modes.get(ctx.mode).exits_to_handler
+    return how == "all" or (ex.deopt and how == "deopt")
 
 
 def _exit_parts(ctx: Context, ex: Exit, far: bool = False) -> list[str]:
@@ -76,16 +73,14 @@ def _exit_parts(ctx: Context, ex: Exit, far: bool = False) -> list[str]:
         if ctx.count:
             parts.append("count")
         return parts + ["exit:direct-handler:far" if far else "exit:direct-handler"]
-    exit_name = EXIT_STENCIL[ctx.mode]
-    if ctx.count and ctx.mode in ("jit-direct", "jit-table"):
-        exit_name = "exit:direct:count"
-    return parts + [exit_name]
+    mode = modes.get(ctx.mode)
+    return parts + [mode.count_exit_stencil if ctx.count else mode.exit_stencil]
 
 
 def slot_size(st: dict, count: bool, stats: bool) -> int:
     """One slot size for all modes, so the body's bytes do not depend on the mode."""
     worst = 0
-    for mode in EXIT_STENCIL:
+    for mode in modes.JIT:
         ctx = Context(mode, 0, [], [], count=count, tallies=0 if stats else None)
         for deopt in (False, True):
             for far in (False, True):
@@ -98,7 +93,7 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None) -> Compiled:
     """Machine code for `trace` when it will run at address `base` (None: only
     its size is wanted)."""
     st = stencil_store.load(ctx.state, ctx.source, ctx.cc)
-    if ctx.mode not in EXIT_STENCIL:
+    if not modes.is_jit(ctx.mode):
         raise CompileError(f"not a JIT mode: {ctx.mode}")
     # pass 1: the body's pieces and where each instruction starts.  Every
     # instruction boundary in a trace is a consistent VM state (stencils keep
@@ -124,7 +119,6 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None) -> Compiled:
         pos += len(st[p[0]].code)
     body = pos
     at_pc = {pc: offsets[i] for pc, i in first_piece.items()}
-    loop_offset = at_pc[trace.start] if trace.ops else 0
     # pass 2: exits, one slot each; the end exit first, so the body falls into it
     exits: dict[Exit, int] = {}
     if not trace.closed:
@@ -201,4 +195,4 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None) -> Compiled:
             patch(st[part], at, v, f"exit to pc {ex.pc}")
             at += len(st[part].code)
         symbols.append((body + slot * idx, slot, f"exit->pc{ex.pc}"))
-    return Compiled(bytes(out), body, slot, list(exits), symbols, loop_offset)
+    return Compiled(bytes(out), body, slot, list(exits), symbols)

@@ -18,9 +18,9 @@ from functools import lru_cache
 from pathlib import Path
 
 from .. import isa, toolchain
-from ..build import CSRC, cache_root
 from ..isa import Flow
-from .stencils import StencilError
+from ..paths import CSRC, cache_root
+from ..stencil import Hole, Stencil, StencilError, disassemble
 from .trace import TRACEABLE
 
 FLAGS = ("-std=gnu11", "-O3", "-c", "-fno-pic", "-mcmodel=medium", "-ffunction-sections",
@@ -107,7 +107,6 @@ def _extract(obj: bytes, names: list[str]) -> dict:
     continuation is dropped (the next stencil follows), as CPython does."""
     from elftools.elf.elffile import ELFFile
     from elftools.elf.relocation import RelocationSection
-    from jitstubs.asm import Hole
     elf = ELFFile(io.BytesIO(obj))
     symtab = elf.get_section_by_name(".symtab")
     result = {}
@@ -160,11 +159,8 @@ def _input_hash(cc: toolchain.Compiler, text: str) -> str:
 
 @lru_cache(maxsize=None)
 def load(cc: str | None = None) -> dict:
-    """name -> jitstubs.asm.Stencil for every instruction stencil, compiled by
+    """name -> Stencil for every instruction stencil, compiled by
     `cc` (a clang with preserve_none; default: the preferred one)."""
-    from .stencils import _jitstubs
-    from jitstubs.asm import Stencil
-    build = _jitstubs()
     compiler = toolchain.get_compiler(cc, need={"preserve_none", "musttail"})
     if compiler.family != "clang":
         raise StencilError(f"{compiler.name}: compiler-built stencils need clang")
@@ -185,7 +181,7 @@ def load(cc: str | None = None) -> dict:
     out = {}
     for name, (code, holes) in _extract(obj, names).items():
         out[name] = Stencil(name, code, holes, f"{isa.BY_NAME[name.split(':')[0]].doc} "
-                            f"({compiler.name})", build.disassemble(code, holes))
+                            f"({compiler.name})", disassemble(code, holes))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmpfile = path.with_suffix(".tmp")
     tmpfile.write_text(json.dumps({n: s.to_json() for n, s in out.items()}))

@@ -64,3 +64,4 @@ class CodeMemory:
         for addr, size in self.mappings:
             self.lib.sl_jit_unmap(self.ffi.cast("void *", addr), size)
         self.mappings.clear()
+        self.bytes = 0

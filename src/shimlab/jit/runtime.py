@@ -6,8 +6,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 
-from .. import contract, isa
+from .. import isa, modes
+from ..abi import contract
+from ..abi import vmh
+from ..abi.vmh import ffi
 from ..errors import ShimlabError
+from ..interp.loader import TABLE_SLOTS, handler_addresses
 from . import compile as jit_compile
 from .memory import CodeMemory
 from .trace import TRACEABLE, Decline, Trace, TraceOp, from_recording
@@ -59,16 +63,17 @@ class Jit:
                  max_trace_bytes: int = MAX_TRACE_BYTES, max_code_bytes: int = MAX_CODE_BYTES,
                  stretches: tuple = (), record: bool = True, stencils: dict | None = None,
                  verify_wx: bool = False,
-                 source: str = "peachpy"):
+                 source: str = "peachpy", entry_sites: int | None = None):
         """stretches: (first pc, end pc) of straight-line code to compile as
         traces before the first run (benchmarks place their crossings so);
         record=False: never record hot loops; stencils: {"DUP": "DUP:mine"}
         uses another stencil for an instruction (prototypes); source: where the
         instruction stencils come from, "peachpy" (jitstubs/) or "clang"
-        (compiled from isa.py's C bodies by the interpreter's compiler)."""
+        (compiled from isa.py's C bodies by the interpreter's compiler);
+        entry_sites (jit-direct-sites): how many copies of ENTER_JIT the traces
+        share, trace k entering through copy k mod entry_sites (default: all)."""
         if threshold < 1:
             raise JitError("--jit-threshold must be at least 1")
-        from ..vm import ffi, handler_addresses
         f = self.ffi = ffi()
         self.loaded, self.lib, vm = loaded, loaded.lib, loaded.vm
         self.mode = loaded.build.mode
@@ -99,8 +104,15 @@ class Jit:
         self.state = contract.state_of(loaded.build.compiler.name)
         self.table = None
         self.slots_used = 0
-        if self.mode == "jit-table":
-            from ..vm import TABLE_SLOTS
+        spec = modes.get(self.mode)
+        self.entry_copies: list = []
+        if spec.entry_copies:
+            copies = vmh.constant("SL_JIT_ENTER_COPIES")
+            sites = copies if entry_sites is None else entry_sites
+            if not 1 <= sites <= copies:
+                raise JitError(f"entry_sites {sites}: choose 1 to {copies}")
+            self.entry_copies = [self.lib.sl_jit_enter_copies[i] for i in range(sites)]
+        if spec.trace_table:
             enter = int(f.cast("uintptr_t", self.lib.sl_jit_enter_handler))
             self.table = f.new("void *[]", [f.cast("void *", a) for a in self.handlers + [enter]]
                                + [f.NULL] * TABLE_SLOTS)
@@ -137,7 +149,7 @@ class Jit:
                 # the buffer filled (an inner loop ran long): keep the path up to
                 # its last instruction, which the trace leaves to run
                 stop_pc, rec = rec[-1], rec[:-1]
-            trace = from_recording(self.code, rec, stop_pc, full=False,
+            trace = from_recording(self.code, rec, stop_pc,
                                    stop_op=int(vm.code[stop_pc].op), max_ops=self.max_trace)
             if trace.retry and self.retries.get(start, 0) < RETRIES:
                 raise Decline(trace.why_end, retry=True)
@@ -169,6 +181,20 @@ class Jit:
             self.counters[start] = NEVER
             self._install(Trace(start, ops, closed=False, end_pc=end, why_end="stretch ends"),
                           code_base)
+
+    def relocate(self, seed: int) -> None:
+        """A new memory layout for the VM (code included) and new places for
+        every trace: what a benchmark with installed stretches does before
+        each measured run, so its samples are over layouts, not one."""
+        if self.stats.recordings or len(self.stats.traces) != len(self.stretches):
+            raise JitError("only installed stretches can be relocated (recorded traces "
+                           "belong to the code address they were recorded at)")
+        self.memory.release()
+        self.stats.traces.clear()
+        self.slots_used = 0
+        if self.lib.sl_relayout(self.loaded.vm, seed & 0xFFFFFFFF or 1):
+            raise JitError("out of memory moving the VM to a new layout")
+        self.prepared()
 
     def _install(self, trace: Trace, code_base: int) -> None:
         f = self.ffi
@@ -214,8 +240,9 @@ class Jit:
             # jit-table: the trace gets an opcode of its own whose table slot is
             # the trace, so the interpreter dispatches straight into it
             op = ENTER_JIT + 1 + self.slots_used
+            self.table[op] = (self.entry_copies[self.slots_used % len(self.entry_copies)]
+                              if self.entry_copies else f.cast("void *", address))
             self.slots_used += 1
-            self.table[op] = f.cast("void *", address)
         f.cast("sl_instr *", self.loaded.vm.code)[trace.start].op = op
 
     def _write_perf_map(self, info: TraceInfo, compiled) -> None:

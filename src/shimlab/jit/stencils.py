@@ -9,30 +9,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
-from .. import contract
-from ..build import ROOT, cache_root
-from ..errors import ShimlabError
+import jitstubs.build
 
-
-class StencilError(ShimlabError):
-    pass
-
-
-def _jitstubs():
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    try:
-        import peachpy  # noqa: F401
-    except ImportError:
-        raise StencilError("PeachPy is not importable: install Debian's python3-peachpy "
-                           "(apt-get install python3-peachpy), then run make setup") from None
-    import jitstubs.build
-    return jitstubs.build
+from .. import isa
+from ..abi import contract
+from ..paths import cache_root
+from ..stencil import PLACEHOLDER, Stencil, StencilError, disassemble
+from . import cstencils
 
 
 def artifact_path(state: dict | None = None) -> Path:
@@ -44,7 +31,7 @@ SOURCES = ("peachpy", "clang")
 
 
 def load(state: dict | None = None, source: str = "peachpy", cc: str | None = None) -> dict:
-    """name -> jitstubs.asm.Stencil (with .disassembly), current with its
+    """name -> shimlab.stencil.Stencil (with .disassembly), current with its
     sources, written against the register assignment `state` (default: the
     static contract; contract.state_of(cc) for a compiler's own).  With
     source "clang" the instruction stencils are compiled from C by `cc`
@@ -56,7 +43,6 @@ def load(state: dict | None = None, source: str = "peachpy", cc: str | None = No
         return peachpy
     if source != "clang":
         raise StencilError(f"unknown stencil source {source!r} (choose from {', '.join(SOURCES)})")
-    from . import cstencils
     return {**peachpy, **cstencils.load(cc)}
 
 
@@ -67,8 +53,8 @@ _extra: dict = {}
 @lru_cache(maxsize=None)
 def _load(items: tuple) -> dict:
     state = dict(items)
-    build = _jitstubs()
-    from jitstubs.asm import AsmError, Stencil
+    build = jitstubs.build
+    build.require_peachpy()
     path = artifact_path(state)
     want = build.input_hash(state)
     data = None
@@ -80,7 +66,7 @@ def _load(items: tuple) -> dict:
     if not isinstance(data, dict) or data.get("hash") != want:
         try:
             data = build.write(path, state)
-        except AsmError as e:
+        except StencilError as e:
             raise StencilError(f"stencil build failed: {e}") from None
     return {name: Stencil.from_json(d) for name, d in data["stencils"].items()}
 
@@ -89,15 +75,7 @@ load.cache_clear = _load.cache_clear      # forget loaded artifacts (tests, a ch
 
 
 def placeholders() -> dict[str, int]:
-    _jitstubs()
-    from jitstubs.asm import PLACEHOLDER
     return dict(PLACEHOLDER)
-
-
-def hole_widths() -> dict[str, int]:
-    _jitstubs()
-    from jitstubs.asm import HOLE_WIDTH
-    return dict(HOLE_WIDTH)
 
 
 def register(stencil):
@@ -109,12 +87,8 @@ def register(stencil):
     put it in place of the standard one.  A name the artifact has is refused:
     a prototype never silently replaces a built stencil.  Registering a name
     again replaces the earlier prototype (a notebook cell run twice)."""
-    _jitstubs()
-    from jitstubs.asm import Stencil
-    from jitstubs.build import disassemble
-    from .. import isa
     if not isinstance(stencil, Stencil):
-        raise StencilError(f"register wants a jitstubs.asm.Stencil (from jitstubs.asm.assemble), "
+        raise StencilError(f"register wants a shimlab.stencil.Stencil (from jitstubs.asm.assemble), "
                            f"not {type(stencil).__name__}")
     base, _, variant = stencil.name.partition(":")
     if base not in isa.BY_NAME or not variant:

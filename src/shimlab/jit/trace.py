@@ -52,13 +52,11 @@ class Decline(Exception):
 
 
 def from_recording(code: list[tuple[int, int]], rec: list[int], stop_pc: int,
-                   full: bool, stop_op: int | None = None, max_ops: int | None = None) -> Trace:
+                   stop_op: int | None = None, max_ops: int | None = None) -> Trace:
     """code: the program's (op, arg); stop_op: the opcode now at stop_pc, which
     is ENTER_JIT when the path ran into another trace.  An inner loop whose
     header is already in the trace becomes a back-edge inside it; its further
     recorded iterations are skipped."""
-    if full:
-        raise Decline(f"the recording filled its buffer ({len(rec)} instructions)")
     if not rec:
         raise Decline(f"the loop starts with {isa.INSTRUCTIONS[code[stop_pc][0]].name}, "
                       "which has no stencil")

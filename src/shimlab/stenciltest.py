@@ -13,13 +13,16 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from .. import isa
-from ..bytecode import Function, Program
-from ..isa import VMError
-from ..reference import _State
-from . import compile as jit_compile
-from . import stencils as stencil_store
-from .trace import Trace, TraceOp
+from . import isa, vm as vm_mod
+from .abi import contract
+from .abi.vmh import ffi
+from .bytecode import Function, Program
+from .interp import build
+from .isa import VMError
+from .jit import compile as jit_compile
+from .jit import stencils as stencil_store
+from .jit.trace import Trace, TraceOp
+from .reference import State, step
 
 NSTACK, NLOCALS, TAPE = 6, 4, 64
 OP = isa.OPCODE
@@ -94,18 +97,14 @@ def _random_state(rng: random.Random):
 
 def _oracle(case: Case, consts, stack, tape, head, inp, exits: set[int]):
     prog = Program("stencil", case.code, consts, [Function("main", 0, 0, NLOCALS, [], 16)])
-    s = _State(prog, inp, len(tape), 1 << 10, 4)
+    s = State(prog, inp, len(tape), 1 << 10, 4)
     s.stack, s.tape, s.head, s.pc = list(stack), bytearray(tape), head, case.ops[0].pc
-    table = [ins.py for ins in isa.INSTRUCTIONS]
     for _ in range(10_000):
         op, arg = case.code[s.pc]
-        ins = isa.INSTRUCTIONS[op]
         try:
-            nxt = table[op](s, arg)
+            step(s, op, arg)
         except VMError:
             return None                    # the JIT must have deopted
-        moves = isa.is_jump(ins)
-        s.pc = nxt if moves and nxt is not None else s.pc + 1
         if s.pc in exits or s.pc not in {t.pc for t in case.ops}:
             break
     return s
@@ -114,7 +113,6 @@ def _oracle(case: Case, consts, stack, tape, head, inp, exits: set[int]):
 def run_stencil(name: str, trials: int = 40, seed: int = 0, cc: str | None = None,
                 source: str = "peachpy") -> list[str]:
     """Failures (empty when the stencil agrees with the oracle on every trial)."""
-    from .. import build, contract, vm as vm_mod
     b = build.build("jit-shim", cc)
     state = contract.state_of(b.compiler.name)
     st = stencil_store.load(state, source, b.compiler.name)
@@ -122,7 +120,7 @@ def run_stencil(name: str, trials: int = 40, seed: int = 0, cc: str | None = Non
         raise jit_compile.CompileError(f"no stencil named {name}")
     if name.startswith(("exit:", "count", "uncount", "tally")):
         return []          # exercised by every other stencil's trace (exit) and count builds
-    f = vm_mod.ffi()
+    f = ffi()
     rng = random.Random(seed)
     failures = []
     consts = [7, isa.INT64_MIN, -5]

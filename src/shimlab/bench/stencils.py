@@ -12,11 +12,16 @@ import sys
 
 import numpy as np
 
-from .. import isa
+from .. import isa, isolate, toolchain, vm
+from ..abi import contract
 from ..bytecode import Assembler, Function
+from ..errors import ShimlabError
 from ..frontend.verify import verify
-from . import stencils as stencil_store
-from .trace import TRACEABLE
+from ..interp import build
+from ..jit import stencils as stencil_store
+from ..jit.trace import TRACEABLE
+from . import stats
+from .table import table
 
 SOURCES = ("peachpy", "clang")
 BINOPS = ("ADD", "SUB", "MUL", "FLOORDIV", "MOD", "LSHIFT", "RSHIFT", "AND", "OR", "XOR",
@@ -80,9 +85,8 @@ def program(name: str | None, units: int, n: int):
 
 def measure(names: list[str], cc: str | None, units: int, n: int, rounds: int,
             samples: int) -> dict:
-    """{(source, name or None): [cycles of each run]}, rounds interleaving
-    the sources and instructions (run in a child process)."""
-    from .. import build, vm
+    """{(source, name or None): [[cycles of each run] for each round]}, rounds
+    interleaving the sources and instructions (run in a child process)."""
     b = build.build("jit-direct", cc)
     progs = {nm: program(nm, units, n) for nm in [None] + names}
     out: dict = {}
@@ -96,7 +100,7 @@ def measure(names: list[str], cc: str | None, units: int, n: int, rounds: int,
                 traces = len(loaded.jit.stats.traces)
             if traces != 1:
                 raise RuntimeError(f"{nm}: expected one trace, got {traces}")
-            out.setdefault((source, nm), []).extend(cycles)
+            out.setdefault((source, nm), []).append(list(cycles))
     return out
 
 
@@ -109,37 +113,34 @@ def _pinned(*args) -> dict:
     return measure(*args)
 
 
-def per_unit(runs: np.ndarray, bare: np.ndarray, scale: int, rng, n_boot=2000):
-    """Median cycles of a unit and a bootstrap 95% interval (both run sets resampled)."""
-    point = (np.median(runs) - np.median(bare)) / scale
-    reps = np.array([(np.median(rng.choice(runs, runs.size)) -
-                      np.median(rng.choice(bare, bare.size))) / scale for _ in range(n_boot)])
-    return point, reps
+def per_unit(runs: list, bare: list, scale: int, rng, n_boot: int = 2000) -> stats.Estimate:
+    """Median cycles of one unit, less the bare loop's, with a 95% interval.
+
+    runs and bare hold one list of cycles per round; each round loads the
+    program anew (new code placement, new trace), so rounds are resampled
+    first and runs within them, never pooled as if independent.
+    """
+    def per_run(groups):
+        return [np.asarray(g, float) / scale for g in groups]
+    return stats.difference(stats.median_estimate(per_run(runs), n_boot, rng),
+                            stats.median_estimate(per_run(bare), n_boot, rng))
 
 
 def report(data: dict, names: list[str], cc: str, units: int, n: int, out=sys.stdout) -> list:
-    from ..bench.stats import verdict
-    from ..bench.table import table
-    from .. import contract
+    # one Generator: every per-unit estimate is bootstrapped independently
     rng = np.random.default_rng(0)
     st = {s: stencil_store.load(contract.state_of(cc), s, cc) for s in SOURCES}
     rows, result = [], []
     for nm in names:
-        cols, reps = {}, {}
-        for s in SOURCES:
-            cols[s], reps[s] = per_unit(np.asarray(data[(s, nm)], float),
-                                        np.asarray(data[(s, None)], float), n * units, rng)
-        ratio_reps = reps["clang"] / reps["peachpy"]
-        ratio = cols["clang"] / cols["peachpy"] if cols["peachpy"] else float("nan")
-        lo, hi = np.quantile(ratio_reps, [0.025, 0.975])
+        est = {s: per_unit(data[(s, nm)], data[(s, None)], n * units, rng) for s in SOURCES}
+        ratio = stats.ratio_of(est["clang"], est["peachpy"])
         size = {s: _stencil_size(st[s], nm) for s in SOURCES}
-        ci = {s: np.quantile(reps[s], [0.025, 0.975]) for s in SOURCES}
         rows.append((nm, " ".join(op for op, _ in unit(nm)), size["peachpy"], size["clang"],
-                     f"{cols['peachpy']:.2f} [{ci['peachpy'][0]:.2f}, {ci['peachpy'][1]:.2f}]",
-                     f"{cols['clang']:.2f} [{ci['clang'][0]:.2f}, {ci['clang'][1]:.2f}]",
-                     f"{ratio:.2f} [{lo:.2f}, {hi:.2f}]", verdict(ratio, lo, hi)))
-        result.append({"instruction": nm, "bytes": size, "cycles": cols, "ratio": ratio,
-                       "lo": float(lo), "hi": float(hi)})
+                     est["peachpy"].fmt(2), est["clang"].fmt(2), ratio.fmt(2),
+                     stats.verdict(ratio.value, ratio.lo, ratio.hi)))
+        result.append({"instruction": nm, "bytes": size,
+                       "cycles": {s: e.value for s, e in est.items()},
+                       "ratio": ratio.value, "lo": ratio.lo, "hi": ratio.hi})
     print(table(rows, ["instruction", "unit", "bytes PeachPy", "bytes clang",
                        "cycles/unit PeachPy [95% CI]", f"cycles/unit {cc} [95% CI]",
                        "clang/PeachPy [95% CI]", "verdict"], align="llrrllll"), file=out)
@@ -156,12 +157,10 @@ def _stencil_size(st: dict, name: str) -> str:
 
 
 def main(args) -> int:
-    from .. import isolate, toolchain
     cc = toolchain.get_compiler(args.cc, need={"preserve_none", "musttail"}).name
     names = args.instruction or instructions()
     bad = [nm for nm in names if nm not in instructions()]
     if bad:
-        from ..errors import ShimlabError
         raise ShimlabError(f"cannot compare {', '.join(bad)} (choose from "
                            f"{', '.join(instructions())})")
     n, units = (200, 16) if args.quick else (2000, 32)

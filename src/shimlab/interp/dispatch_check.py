@@ -10,11 +10,13 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass, field
 
-from . import isa
-from .errors import ToolchainError
+from .. import isa, modes
+from ..abi.vmh import ffi
+from ..errors import ToolchainError
+from . import loader
+from .asm import C_HANDLERS
 
 _INSN = re.compile(r"^\s*([0-9a-f]+):\s+(\S+)\s*(.*)$")
 _FUNC = re.compile(r"^([0-9a-f]+) <([^>]+)>:$")
@@ -84,10 +86,9 @@ def objdump(path) -> dict[str, list[Insn]]:
 
 def _file_addresses(build, funcs) -> list[int]:
     """Handler start addresses as link-time addresses (as objdump prints them)."""
-    from . import vm
-    runtime = vm.handler_addresses(build)
-    lib = vm._lib(str(build.path))
-    base = int(vm.ffi().cast("uintptr_t", lib.sl_interpret)) - funcs["sl_interpret"][0].addr
+    runtime = loader.handler_addresses(build)
+    lib = loader.library(str(build.path))
+    base = int(ffi().cast("uintptr_t", lib.sl_interpret)) - funcs["sl_interpret"][0].addr
     return [a - base if a else 0 for a in runtime]
 
 
@@ -95,7 +96,8 @@ def analyze(build) -> Report:
     funcs = objdump(build.path)
     report = Report(build.mode, build.compiler.name)
     names = [ins.name for ins in isa.INSTRUCTIONS]
-    if build.mode in ("tailcall", "asm"):
+    spec = modes.get(build.mode)
+    if spec.variant == "tailcall":
         for name in names:
             # the asm mode's PeachPy handler, else the C tail-call handler
             body = funcs.get(f"sl_asm_{name}") or funcs.get(f"sl_op_{name}", [])
@@ -106,8 +108,7 @@ def analyze(build) -> Report:
                                            sites))
         report.dispatch_sites = sum(h.own_sites for h in report.handlers)
         report.verdict = "one tail-call dispatch per handler"
-        if build.mode == "asm":
-            from .asm_interp import C_HANDLERS
+        if spec.asm_handlers:
             report.verdict = (f"one dispatch jump per PeachPy handler; {len(C_HANDLERS)} "
                               f"left to C ({', '.join(C_HANDLERS)})")
         return report
@@ -115,7 +116,7 @@ def analyze(build) -> Report:
     body = funcs["sl_interpret"]
     sites = [i.addr for i in body if i.indirect_jump]
     report.dispatch_sites = len(sites)
-    if build.mode == "switch":
+    if spec.variant == "switch":
         report.verdict = ("one shared switch dispatch" if len(sites) <= 1 else
                           f"switch dispatch duplicated into {len(sites)} sites by the compiler")
         return report
@@ -173,17 +174,3 @@ def format_report(report: Report, counts: list[int] | None = None) -> str:
         lines.append(f"  {h.name:<18} {h.start:>#8x} {h.size:>6} {h.insns:>6}  {executed}"
                      f"{h.dispatch}")
     return "\n".join(lines) + "\n"
-
-
-def main_native(args) -> int:
-    from . import build as build_mod
-    b = build_mod.build(args.mode, args.cc)
-    counts = None
-    if args.file:
-        from . import isolate, vm
-        from .frontend import load_program
-        program = load_program(args.file)
-        cb = build_mod.build(args.mode, args.cc, count=True)
-        counts = isolate.call(f"the {args.mode} interpreter", lambda: vm.run(cb, program).counts)
-    sys.stdout.write(format_report(analyze(b), counts))
-    return 0

@@ -18,11 +18,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .. import childpy, modes, toolchain
+from ..errors import BuildError, RunError, ToolchainError
+from ..frontend import load_program
+from ..paths import CSRC, EXAMPLES, cache_root
+from ..reference import describe_error
 from . import build as build_mod
-from . import cases, toolchain
-from .errors import BuildError, RunError, ToolchainError
-
-EXAMPLES = build_mod.ROOT / "examples"
+from . import generate, loader
 
 # Training programs, deliberately not the workloads the experiments measure
 # (bf/nested.bf, minipy/nested_loops.py, ...): a profile should describe
@@ -56,13 +58,6 @@ def generate_flags(cc: toolchain.Compiler, directory: Path) -> tuple[str, ...]:
             "-dumpdir", f"{directory}/")
 
 
-def use_flags(cc: toolchain.Compiler, profile: Path) -> tuple[str, ...]:
-    """Flags that compile with `profile`; a stale or missing profile is an error."""
-    if cc.family == "clang":
-        return (f"-fprofile-instr-use={profile}", "-Werror=profile-instr-out-of-date")
-    return (f"-fprofile-use={profile}", "-dumpdir", f"{profile}/", "-Werror=missing-profile")
-
-
 def _workloads(workloads) -> list[tuple[str, str | None]]:
     """(program, input or None) for each training program."""
     out = []
@@ -77,23 +72,23 @@ def _workloads(workloads) -> list[tuple[str, str | None]]:
 
 def _profile_dir(mode: str, cc: toolchain.Compiler, flags, training) -> Path:
     h = hashlib.sha256()
-    parts = [json.dumps(cases.render(), sort_keys=True), cc.path, cc.version, mode,
-             " ".join(flags), (build_mod.CSRC / "driver.c").read_text(),
-             (build_mod.CSRC / "vm.h").read_text()]
+    parts = [json.dumps(generate.render(), sort_keys=True), cc.path, cc.version, mode,
+             " ".join(flags), (CSRC / "driver.c").read_text(),
+             (CSRC / "vm.h").read_text()]
     for prog, inp in training:
         parts += [Path(prog).name, Path(prog).read_text(errors="replace"),
                   Path(inp).read_text(errors="replace") if inp else ""]
     for part in parts:
         h.update(part.encode())
         h.update(b"\0")
-    return build_mod.cache_root() / "pgo" / f"{mode}-{cc.name}-{h.hexdigest()[:16]}"
+    return cache_root() / "pgo" / f"{mode}-{cc.name}-{h.hexdigest()[:16]}"
 
 
 def train(mode: str, compiler: str | None = None, flags=build_mod.DEFAULT_FLAGS,
           workloads=None, timeout: float = 600) -> Path:
     """The profile of `mode` built by `compiler` with `flags`, trained on
     `workloads` (default TRAINING); cached, so training happens once."""
-    cc = toolchain.get_compiler(compiler, need=set(toolchain.MODE_FEATURES[mode]))
+    cc = toolchain.get_compiler(compiler, need=set(modes.get(mode).features))
     flags = tuple(flags)
     profdata = llvm_profdata(cc) if cc.family == "clang" else None   # fail before any work
     training = _workloads(workloads)
@@ -109,14 +104,10 @@ def train(mode: str, compiler: str | None = None, flags=build_mod.DEFAULT_FLAGS,
         d.mkdir()
         gen = flags + generate_flags(cc, profile)
         build_mod.build(mode, cc.name, gen)        # built here, so the child only loads it
-        env = dict(os.environ)
-        env["LLVM_PROFILE_FILE"] = str(d / "raw" / "train-%p.profraw")
-        env["PYTHONPATH"] = str(build_mod.ROOT / "src") + (
-            os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         job = {"mode": mode, "cc": cc.name, "flags": list(gen), "training": training}
         try:
-            proc = subprocess.run([sys.executable, "-m", "shimlab.pgo"], input=json.dumps(job),
-                                  capture_output=True, text=True, timeout=timeout, env=env)
+            proc = childpy.run_module("shimlab.interp.pgo", job, timeout,
+                                      LLVM_PROFILE_FILE=str(d / "raw" / "train-%p.profraw"))
         except subprocess.TimeoutExpired:
             raise RunError(f"PGO training of {mode}/{cc.name} timed out") from None
         if proc.returncode != 0:
@@ -163,16 +154,14 @@ def profile_summary(profile: Path, cc: toolchain.Compiler | None = None) -> str:
 def _train_child() -> int:
     """In the child: run every training program once on the instrumented
     build, then exit normally so the runtime writes the profile."""
-    from . import vm
-    from .frontend import load_program
     job = json.loads(sys.stdin.read())
     b = build_mod.build(job["mode"], job["cc"], tuple(job["flags"]))
     for prog, inp in job["training"]:
         data = Path(inp).read_bytes() if inp else b""
         program = load_program(prog)
-        result = vm.run(b, program, data)
+        result = loader.run(b, program, data)
         if result.status:
-            print(f"{Path(prog).name}: {vm.describe_error(program, result)}", file=sys.stderr)
+            print(f"{Path(prog).name}: {describe_error(program, result)}", file=sys.stderr)
             return 1
     return 0
 

@@ -3,11 +3,15 @@ from __future__ import annotations
 
 import sys
 
+from .. import isa, isolate, stenciltest
+from ..bench import stencils as stencil_timing
+from ..bench.table import table
 from ..errors import ShimlabError
+from ..jit import stencils
 
 
-def add_parsers(sub) -> None:
-    p = sub.add_parser("stencils", help="list, disassemble and test the JIT's PeachPy stencils")
+def add_parser(sub, help_text: str) -> None:
+    p = sub.add_parser("stencils", help=help_text)
     s = p.add_subparsers(dest="action", required=True)
     s.add_parser("list", help="every stencil: size, holes, what it does").set_defaults(fn=cmd_list)
     show = s.add_parser("show", help="a stencil's disassembly with its holes marked")
@@ -31,13 +35,10 @@ def add_parsers(sub) -> None:
 
 
 def _load(source: str = "peachpy", cc: str | None = None):
-    from . import stencils
     return stencils.load(source=source, cc=cc)
 
 
 def cmd_list(args) -> int:
-    from ..bench.table import table
-    from .. import isa
     rows = []
     for s in _load().values():
         base = isa.BY_NAME.get(s.name.split(":")[0])
@@ -67,13 +68,10 @@ def cmd_show(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from . import compare
-    return compare.main(args)
+    return stencil_timing.main(args)
 
 
 def cmd_test(args) -> int:
-    from .. import isolate
-    from . import stenciltest
     names = args.name or list(_load(args.source, args.cc))
     for n in names:
         _get(n)

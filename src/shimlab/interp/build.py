@@ -15,40 +15,22 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cases, toolchain
-from .errors import BuildError
+from .. import modes, toolchain
+from ..abi import contract
+from ..errors import BuildError
+from ..modes import Mode
+from ..paths import CSRC, cache_root
+from . import asm, generate
 
-ROOT = Path(__file__).resolve().parents[2]
-CSRC = ROOT / "csrc"
 HAND_WRITTEN = ("vm.h", "driver.c")
-JIT_HAND_WRITTEN = ("jit_interp.h", "crossing.h", "shim.c", "jitmem.c")
-
-# The JIT modes are the tail-call interpreter built with SL_JIT; the direct
-# modes share one binary (their traces' exit stubs differ, and jit-table
-# gives the interpreter a dispatch table with a slot per trace).
-JIT_MODES = ("jit-shim", "jit-direct", "jit-direct-handler", "jit-table")
-JIT_DEFINE = {"jit-shim": "SL_JIT_SHIM", "jit-direct": "SL_JIT_DIRECT",
-              "jit-direct-handler": "SL_JIT_DIRECT", "jit-table": "SL_JIT_DIRECT"}
-# The asm mode: the tail-call interpreter's C handlers with a PeachPy handler
-# in their place for every instruction that has one (asm_interp.py).
-ASM_MODE = "asm"
-INTERPRETER_MODES = cases.VARIANTS + (ASM_MODE,)   # the non-JIT interpreters
-MODES = INTERPRETER_MODES + JIT_MODES
 ASM_SOURCE = "asm_handlers.s"
 
-
-def is_jit(mode: str) -> bool:
-    return mode in JIT_MODES
 
 DEFAULT_FLAGS = ("-O3",)
 # Flags every build gets: position-independent shared object with symbols
 # (debug info does not change code generation; DWARF 4 because valgrind 3.19
 # cannot read the DWARF 5 that clang 19 writes by default).
 BASE_FLAGS = ("-std=gnu11", "-fPIC", "-shared", "-gdwarf-4", "-Wall", "-Wno-unused-label")
-# gcc factors all computed gotos into one and duplicates them back unless
-# told not to: the goto-merged variant asks it not to.  clang gets the same
-# effect from the asm goto in the generated source.
-MODE_FLAGS = {("goto-merged", "gcc"): ("--param=max-goto-duplication-insns=0",)}
 # Sanitizer builds (make test-sanitize): ASan and UBSan, every report fatal,
 # frame pointers for readable stacks.  Loading one needs the compiler's
 # runtime preloaded (see sanitize.py).  SHIMLAB_SANITIZE=1 makes every build
@@ -61,7 +43,7 @@ def sanitize_flags(mode: str, cc) -> tuple[str, ...]:
     """SANITIZE_FLAGS, and for the JIT modes on clang no -fsanitize=function:
     it checks a signature stored just before every indirect callee, which
     generated traces do not have (and reading before a trace's page faults)."""
-    if is_jit(mode) and cc.family == "clang":
+    if modes.get(mode).jit and cc.family == "clang":
         return SANITIZE_FLAGS + ("-fno-sanitize=function",)
     return SANITIZE_FLAGS
 
@@ -70,8 +52,12 @@ def sanitize_requested() -> bool:
     return os.environ.get("SHIMLAB_SANITIZE", "") not in ("", "0")
 
 
-def cache_root() -> Path:
-    return Path(os.environ.get("SHIMLAB_BUILD_DIR", ROOT / "build"))
+def profile_use_flags(cc: toolchain.Compiler, profile: Path) -> tuple[str, ...]:
+    """Flags that compile with a PGO profile (made by pgo.py); a stale or
+    missing profile is an error."""
+    if cc.family == "clang":
+        return (f"-fprofile-instr-use={profile}", "-Werror=profile-instr-out-of-date")
+    return (f"-fprofile-use={profile}", "-dumpdir", f"{profile}/", "-Werror=missing-profile")
 
 
 @dataclass(frozen=True)
@@ -84,13 +70,17 @@ class Build:
     key: str
     profile: Path | None = None           # the PGO profile it was built with
     sanitize: bool = False
+    code_layout: int = 0                  # 0: the compiler's placement; else a shifted one
+
+    @property
+    def spec(self) -> Mode:
+        return modes.get(self.mode)
 
     @property
     def command_flags(self) -> tuple[str, ...]:
-        extra = MODE_FLAGS.get((self.mode, self.compiler.family), ())
+        extra = self.spec.family_flags.get(self.compiler.family, ())
         if self.profile is not None:
-            from . import pgo
-            extra += pgo.use_flags(self.compiler, self.profile)
+            extra += profile_use_flags(self.compiler, self.profile)
         return self.flags + extra + (sanitize_flags(self.mode, self.compiler)
                                      if self.sanitize else ())
 
@@ -99,26 +89,52 @@ class Build:
              "compiler_version": self.compiler.version,
              "flags": " ".join(self.command_flags), "count": self.count,
              "sanitize": self.sanitize, "key": self.key}
+        if self.code_layout:
+            d["code_layout"] = self.code_layout
+            d["code_shift"] = code_shift(self.code_layout)
         if self.profile is not None:
             d["profile"] = str(self.profile)
         return d
 
 
-def _variant(mode: str) -> str:
-    return "tailcall" if is_jit(mode) or mode == ASM_MODE else mode
+# Where the hot code sits decides which of its jumps share branch-predictor
+# entries, cross a 32-byte boundary or alias in 4K: the same machine code can
+# run 30% apart at two addresses.  A code layout shifts all of the
+# interpreter's code by a multiple of 16 bytes (functions stay aligned as the
+# compiler wants) below one page, by padding at the start of .text.
+CODE_SHIFT_STEP, CODE_SHIFT_SPAN = 16, 4096
 
 
-def _sources(mode: str, cc: toolchain.Compiler, count: bool) -> dict[str, str]:
-    rendered = cases.render()
+def code_shift(layout: int) -> int:
+    """Bytes of padding of code layout `layout` (0 for layout 0)."""
+    if not layout:
+        return 0
+    h = hashlib.sha256(f"code-layout-{layout}".encode()).digest()
+    return CODE_SHIFT_STEP * (int.from_bytes(h[:4], "little") % (CODE_SHIFT_SPAN // CODE_SHIFT_STEP))
+
+
+def _with_code_shift(driver: str, layout: int) -> str:
+    """driver.c (the first file linked) preceded by the padding; #line keeps
+    line numbers, which gcc's profiles check, as they were."""
+    pad = code_shift(layout)
+    if not pad:
+        return driver
+    return (f'__asm__(".text\\n.p2align 12\\nsl_code_layout_pad:\\n.skip {pad}, 0xcc\\n");\n'
+            f'#line 1 "driver.c"\n' + driver)
+
+
+def _sources(mode: Mode, cc: toolchain.Compiler, count: bool,
+             code_layout: int = 0) -> dict[str, str]:
+    rendered = generate.render()
     files = {f"generated/{name}": text for name, text in rendered.items()
-             if name == "opcodes.h" or name == f"cases_{cases.c_name(_variant(mode))}.c"}
-    for name in HAND_WRITTEN + (JIT_HAND_WRITTEN if is_jit(mode) else ()):
+             if name == "opcodes.h" or name == f"cases_{generate.c_name(mode.variant)}.c"}
+    for name in HAND_WRITTEN + mode.headers + mode.c_sources:
         files[name] = (CSRC / name).read_text()
-    if mode == ASM_MODE:
+    files["driver.c"] = _with_code_shift(files["driver.c"], code_layout)
+    if mode.asm_handlers:
         # PeachPy handlers in the registers this compiler passes preserve_none
         # arguments in (so they meet its C handlers), counting when asked
-        from . import asm_interp, contract
-        files[ASM_SOURCE] = asm_interp.render(contract.state_of(cc.name), count)
+        files[ASM_SOURCE] = asm.render(contract.state_of(cc.name), count)
     return files
 
 
@@ -136,34 +152,29 @@ def _profile_digest(profile: Path) -> str:
 
 def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAULT_FLAGS,
           count: bool = False, profile: str | os.PathLike | None = None,
-          sanitize: bool | None = None) -> Build:
+          sanitize: bool | None = None, code_layout: int = 0) -> Build:
     """The cached interpreter; `profile` (made by pgo.py: a clang .profdata
     file or a gcc profile directory) builds it profile-guided, and the
     profile's content joins the cache key; sanitize=None follows
-    SHIMLAB_SANITIZE."""
-    if mode not in MODES:
-        raise BuildError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
-    cc = toolchain.get_compiler(compiler, need=set(toolchain.MODE_FEATURES[mode]))
+    SHIMLAB_SANITIZE; code_layout > 0 shifts the code (code_shift)."""
+    if code_layout < 0:
+        raise BuildError(f"code layout {code_layout}: needs 0 (the compiler's) or more")
+    spec = modes.get(mode)
+    cc = toolchain.get_compiler(compiler, need=set(spec.features))
     flags = tuple(flags)
-    extra = MODE_FLAGS.get((mode, cc.family), ())
-    defines = ("-DSL_COUNT_OPS",) if count else ()
-    c_files = ["driver.c", f"generated/cases_{cases.c_name(_variant(mode))}.c"]
-    if is_jit(mode):
-        defines += (f"-DSL_JIT={JIT_DEFINE[mode]}",)
-        c_files += ["shim.c", "jitmem.c"]
-    if mode == ASM_MODE:
-        defines += ("-DSL_ASM",)
-        c_files += [ASM_SOURCE]
-    ident = "jit-direct" if JIT_DEFINE.get(mode) == "SL_JIT_DIRECT" else mode
+    extra = spec.family_flags.get(cc.family, ())
+    defines = (("-DSL_COUNT_OPS",) if count else ()) + spec.defines
+    c_files = ["driver.c", f"generated/cases_{generate.c_name(spec.variant)}.c",
+               *spec.c_sources] + ([ASM_SOURCE] if spec.asm_handlers else [])
+    ident = spec.build_name
     digest = ""
     if profile is not None:
-        from . import pgo
         profile = Path(profile).resolve()
         digest = _profile_digest(profile)
-        extra += pgo.use_flags(cc, profile)
+        extra += profile_use_flags(cc, profile)
     sanitize = sanitize_requested() if sanitize is None else bool(sanitize)
     san = sanitize_flags(mode, cc) if sanitize else ()
-    sources = _sources(mode, cc, count)
+    sources = _sources(spec, cc, count, code_layout)
     h = hashlib.sha256()
     for part in (json.dumps(sources, sort_keys=True), cc.path, cc.version, ident,
                  " ".join(BASE_FLAGS + flags + extra + san + defines)) + ((digest,) if digest else ()):
@@ -171,10 +182,10 @@ def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAU
         h.update(b"\0")
     key = h.hexdigest()[:16]
     tag = ("count-" if count else "") + ("pgo-" if profile is not None else "") + \
-        ("asan-" if sanitize else "")
+        ("asan-" if sanitize else "") + (f"layout{code_layout}-" if code_layout else "")
     out_dir = cache_root() / "interp" / f"{ident}-{cc.name}-{tag}{key}"
     so = out_dir / "libshimlab.so"
-    result = Build(mode, cc, flags, count, so, key, profile, sanitize)
+    result = Build(mode, cc, flags, count, so, key, profile, sanitize, code_layout)
     if so.exists():
         return result
     out_dir.parent.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,4 @@
-"""The benchmark suites behind `shimlab bench ...` and `shimlab demo`.
-
-`bench dispatch`: every dispatch variant x every compiler that can build it,
+"""`bench dispatch`: every dispatch variant x every compiler that can build it,
 on BF and minipy workloads; cycles per executed VM instruction, ratios to the
 same compiler's goto build with bootstrap intervals, and the baseline check
 printed next to the numbers.
@@ -13,15 +11,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import build as build_mod
-from .. import inspect, toolchain
+from .. import modes, toolchain
 from ..errors import ShimlabError
+from ..interp import build as build_mod
+from ..interp import dispatch_check
+from ..paths import EXAMPLES
 from . import harness, stats
-from .results import ResultFile
+from .results import ResultFile, check_writable, new_path
 from .table import table
 
-ROOT = Path(__file__).resolve().parents[3]
-EXAMPLES = ROOT / "examples"
 
 # (program, input) per suite size; quick ones run a few ms each
 DISPATCH_WORKLOADS = {
@@ -35,58 +33,20 @@ PRESETS = {   # processes (minimum), warmup, samples, target 95% CI half-width, 
 }
 
 
-def add_parsers(sub) -> None:
-    p = sub.add_parser("bench", help="run a benchmark suite")
-    bsub = p.add_subparsers(dest="suite", required=True)
-    d = bsub.add_parser("dispatch", help="dispatch variants x compilers, ratios to goto")
-    d.add_argument("--quick", action="store_true", help="small workloads, < 1 minute")
-    d.add_argument("--cc", action="append", help="compiler(s) to include (default: all)")
-    d.add_argument("--mode", action="append", choices=build_mod.INTERPRETER_MODES)
-    d.add_argument("--workload", action="append", help="program file(s) instead of the defaults")
-    d.add_argument("--processes", type=int, help="worker processes per configuration")
-    d.add_argument("--warmup", type=int, help="warm-up runs per worker")
-    d.add_argument("--samples", type=int, help="measured runs per worker")
-    d.add_argument("--cpu", type=int, help="CPU to pin workers to (default: the last)")
-    d.add_argument("--target-ci", type=float, metavar="PCT",
-                   help="add worker processes until every median's 95%% interval is within "
-                        "+-PCT%% (default: 1 without --quick, none with it)")
-    d.add_argument("--max-processes", type=int, help="cap for --target-ci (default 80)")
-    d.add_argument("--layout", choices=["random", "fixed"], default="random",
-                   help="VM memory layout: a random one per worker process (default) or one "
-                        "fixed layout for all")
-    d.add_argument("--count", choices=["instructions"],
-                   help="also count machine instructions (perf counters or callgrind)")
-    d.add_argument("-o", "--output", help="results file (default: results/dispatch-DATE.json)")
-    d.add_argument("--resume", metavar="FILE", help="continue an interrupted results file")
-    d.add_argument("--plot", action="store_true", help="write PNG and SVG plots next to it")
-    d.add_argument("--timeout", type=float, metavar="SECONDS", default=600.0,
-                   help="stop a worker process after SECONDS and record the configuration "
-                        "as failed (default 600)")
-    d.set_defaults(fn=lambda args: main(args))
-
-    from . import programs, transitions
-    transitions.add_parser(bsub)
-    programs.add_parser(bsub)
-
-    demo_p = sub.add_parser("demo", help="set-up check plus the headline benchmark (the "
-                            "transition sweep), small")
-    demo_p.set_defaults(fn=lambda args: demo(args))
-
-
 def dispatch_configs(args) -> list[harness.Config]:
     size = "quick" if args.quick else "full"
     workloads = args.workload or [str(EXAMPLES / w) for w in DISPATCH_WORKLOADS[size]]
     compilers = [toolchain.get_compiler(n) for n in args.cc] if args.cc else \
         toolchain.find_compilers()
-    modes = args.mode or list(build_mod.INTERPRETER_MODES)
+    chosen = args.mode or list(modes.INTERPRETERS)
     configs = []
     for w in workloads:
         if not Path(w).exists():
             raise ShimlabError(f"{w}: no such workload")
         inp = Path(w).with_suffix(".in")
         for cc in compilers:
-            for mode in modes:
-                if cc.features >= set(toolchain.MODE_FEATURES[mode]):
+            for mode in chosen:
+                if cc.features >= set(modes.get(mode).features):
                     configs.append(harness.Config("dispatch", w, mode, cc.name,
                                                   str(inp) if inp.exists() else None))
     if not configs:
@@ -104,14 +64,14 @@ def report(results: ResultFile, configs: list[harness.Config], out=sys.stdout) -
     for cc in sorted({c.cc for c in configs}):
         for mode in ("goto", "goto-merged"):
             if any(c.cc == cc and c.mode == mode for c in configs):
-                checks[(mode, cc)] = inspect.analyze(build_mod.build(mode, cc))
+                checks[(mode, cc)] = dispatch_check.analyze(build_mod.build(mode, cc))
     rows, ratio_rows = [], []
     for w in dict.fromkeys(c.workload for c in configs):
         for cc in dict.fromkeys(c.cc for c in configs):
             base_key = f"dispatch/{Path(w).name}/goto/{cc}"
             base = results.get(base_key) if base_key in results else None
             # the limit reference: the same compiler's asm interpreter
-            asm_key = f"dispatch/{Path(w).name}/{build_mod.ASM_MODE}/{cc}"
+            asm_key = f"dispatch/{Path(w).name}/asm/{cc}"
             asm = results.get(asm_key) if asm_key in results else None
             for c in configs:
                 if c.workload != w or c.cc != cc or c.key not in results:
@@ -156,7 +116,7 @@ def report(results: ResultFile, configs: list[harness.Config], out=sys.stdout) -
           "(PeachPy handlers, the limit reference: > 1 is how far the variant is from it); "
           "bootstrap 95% intervals.", file=out)
     _print_geomeans(results, configs, out)
-    _print_geomeans(results, configs, out, base=build_mod.ASM_MODE)
+    _print_geomeans(results, configs, out, base="asm")
     print("\nbaseline check (shimlab dis --native --mode goto --cc CC for details):", file=out)
     for (mode, cc), rep in sorted(checks.items()):
         print(f"  {'!! ' if rep.flagged and mode == 'goto' else '   '}{rep.summary()}", file=out)
@@ -186,47 +146,6 @@ def _print_geomeans(results, configs, out, base: str = "goto") -> None:
         print(table(lines, ["variant", "ratio", "95% CI", "verdict"], align="lrll"), file=out)
 
 
-def _result_path(args, suite: str) -> Path:
-    if args.resume:
-        return Path(args.resume)
-    return _new_path(args.output, suite)
-
-
-def _new_path(output: str | None, suite: str) -> Path:
-    if output:
-        return Path(output)
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return ROOT / "results" / f"{suite}-{stamp}.json"
-
-
-def results_path(output: str | None, suite: str) -> Path:
-    """-o's file, or results/SUITE-DATE.json, checked writable before measuring."""
-    path = _new_path(output, suite)
-    check_writable(path)
-    return path
-
-
-def check_writable(path: Path) -> None:
-    """Fail before any measuring if the results file cannot be written there;
-    the probe file is removed, so nothing is left behind."""
-    import tempfile
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ShimlabError(f"{path}: cannot write the results file there: {parent} "
-                                   f"is not a directory")
-            break
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.probe"):
-            pass
-    except OSError as e:
-        raise ShimlabError(f"{path}: cannot write the results file there: "
-                           f"{e.strerror or e}") from None
-    if path.is_dir():
-        raise ShimlabError(f"{path}: is a directory, not a results file")
-
-
 def main(args) -> int:
     if args.suite != "dispatch":
         raise ShimlabError(f"unknown suite {args.suite}")
@@ -242,7 +161,7 @@ def main(args) -> int:
                            layout=args.layout, timeout=args.timeout)
     if opts.timeout <= 0:
         raise ShimlabError(f"--timeout {opts.timeout:g}: needs a positive number of seconds")
-    path = _result_path(args, "dispatch")
+    path = new_path(args.output, "dispatch", args.resume)
     if args.resume and not path.exists():
         raise ShimlabError(f"{path}: nothing to resume")
     check_writable(path)
@@ -274,16 +193,3 @@ def main(args) -> int:
                                  str(path.with_suffix("")) + "-ratios", "goto"):
             print(f"plot: {p}")
     return 1 if outcome.failures else 0
-
-
-def demo(args) -> int:
-    """What `make demo` runs: the toolchain, then the headline benchmark, small."""
-    from .. import doctor
-    import argparse
-    from . import transitions
-    if doctor.run() != 0:
-        return 1
-    print("\n== shimlab bench transitions (quick sweep) ==\n", flush=True)
-    ns = argparse.Namespace(size="quick", cc=None, mode=None, processes=None, samples=None,
-                            cpu=None, no_count=False, output=None, plot=False)
-    return transitions.main(ns)

@@ -1,0 +1,67 @@
+"""The VM's C interface as Python sees it, read from csrc/ rather than copied.
+
+cffi's declarations come from vm.h (between cdef-begin and cdef-end) plus the
+driver's entry points below; numeric constants (`#define NAME 123`) are read
+from vm.h and jit_interp.h, so the Python view cannot drift from the C one.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import cffi
+
+from ..paths import CSRC
+
+# The driver's and the JIT support's functions (csrc/driver.c, shim.c, jitmem.c).
+FUNCTIONS = """
+int sl_prepare(sl_vm *vm);
+void sl_release(sl_vm *vm);
+int sl_reset(sl_vm *vm);
+int sl_check_code(const sl_vm *vm);
+int sl_run(sl_vm *vm);
+int sl_resume(sl_vm *vm);
+int sl_interpret(sl_vm *vm);
+int sl_relayout(sl_vm *vm, uint32_t seed);
+int sl_bench(sl_vm *vm, int32_t warmup, int32_t samples, uint64_t *cycles, int64_t *ns);
+uint64_t sl_tsc_now(void);
+int64_t sl_clock_ns(void);
+extern const void *sl_handler_addrs[];
+int sl_jit_map(size_t size, void *hint, int dual, void **rw, void **rx);
+int sl_jit_seal(void *rw, void *rx, size_t size);
+int sl_jit_unmap(void *p, size_t size);
+const sl_instr *sl_jit_run_trace(sl_vm *vm, void *trace);
+uint64_t sl_time_code(void *fn, uint64_t n);
+extern const void *sl_jit_enter_handler;
+extern const void *const sl_jit_enter_copies[];
+"""
+
+_DEFINE = re.compile(r"^#define\s+(SL_\w+)\s+(\d+)\s*(?:/\*.*)?$", re.M)
+
+
+@lru_cache(maxsize=None)
+def ffi() -> cffi.FFI:
+    text = (CSRC / "vm.h").read_text()
+    m = re.search(r"/\* cdef-begin.*?\*/(.*)/\* cdef-end \*/", text, re.S)
+    decls = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)
+    f = cffi.FFI()
+    f.cdef(decls + FUNCTIONS)
+    return f
+
+
+@lru_cache(maxsize=None)
+def constants() -> dict[str, int]:
+    """Every `#define SL_NAME <integer>` of vm.h, jit_interp.h and crossing.h."""
+    out: dict[str, int] = {}
+    for name in ("vm.h", "jit_interp.h", "crossing.h"):
+        out.update((k, int(v)) for k, v in _DEFINE.findall((CSRC / name).read_text()))
+    return out
+
+
+def constant(name: str) -> int:
+    return constants()[name]
+
+
+def vm_offset(field_name: str) -> int:
+    """Byte offset of a field of sl_vm."""
+    return ffi().offsetof("sl_vm", field_name)

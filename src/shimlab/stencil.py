@@ -1,0 +1,114 @@
+"""The stencil model: a stencil's bytes, its holes, and what each hole kind means.
+
+Every producer (the PeachPy stencils in jitstubs/, the compiler-built ones in
+jit/cstencils.py) makes these records and every consumer (the JIT's patcher,
+the asm interpreter, the stencil tools) reads them; none imports a producer.
+"""
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from dataclasses import dataclass
+
+from .errors import ShimlabError
+
+
+class StencilError(ShimlabError):
+    pass
+
+
+# Hole kinds: what the JIT patches in, and how wide the field is.
+HOLE_WIDTH = {
+    "oparg": 4,        # the instruction's operand, sign-extended imm32
+    "local": 4,        # byte offset of a local from fp (8 * index), disp32
+    "const": 8,        # a constant's value, imm64
+    "deopt": 4,        # rel32 to the exit that resumes AT this instruction (re-run by the interpreter)
+    "branch": 4,       # rel32 to the exit taken when a guard fails (the path not recorded)
+    "loop": 4,         # rel32 back to a loop header in the trace (its start, or an inner loop's)
+    "resume_ip": 8,    # absolute address of the bytecode instruction to resume at
+    "handler": 4,      # rel32 to the C handler of the instruction at the resume point
+    "count": 4,        # byte offset of an opcode's counter (8 * opcode), disp32
+    "tally": 8,        # absolute address of a trace's entry or exit counter (--stats)
+    "continue": 4,     # rel32 to the end of the stencil (compiler-built stencils' early exits)
+    "handler_abs": 8,  # absolute address of a C handler (a trace mapped too far for rel32)
+}
+REL32 = ("deopt", "branch", "loop", "handler", "continue")
+
+# Placeholders: a fixed prefix no real operand of a small stencil takes, then
+# a distinct low byte per kind.  imm32 placeholders are positive and above
+# every displacement a stencil uses; imm64 ones have a non-canonical top.
+_P32 = 0x5EC0DE00
+_P64 = 0x5EC0DE5EC0DE5E00
+PLACEHOLDER = {kind: (_P64 if w == 8 else _P32) | (i + 1) for i, (kind, w) in
+               enumerate(HOLE_WIDTH.items())}
+
+@dataclass(frozen=True)
+class Hole:
+    offset: int
+    width: int
+    kind: str
+
+
+@dataclass(frozen=True)
+class Stencil:
+    name: str
+    code: bytes
+    holes: tuple[Hole, ...]
+    doc: str
+    disassembly: str = ""
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "code": self.code.hex(), "doc": self.doc,
+                "holes": [[h.offset, h.width, h.kind] for h in self.holes],
+                "disassembly": self.disassembly}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Stencil":
+        return cls(d["name"], bytes.fromhex(d["code"]),
+                   tuple(Hole(*h) for h in d["holes"]), d.get("doc", ""),
+                   d.get("disassembly", ""))
+
+
+def find_holes(name: str, code: bytes, declared: list[str]) -> tuple[Hole, ...]:
+    """Every declared hole's placeholder exactly once; nothing undeclared."""
+    holes = []
+    for kind in HOLE_WIDTH:
+        width = HOLE_WIDTH[kind]
+        pattern = PLACEHOLDER[kind].to_bytes(width, "little")
+        found = [i for i in range(len(code) - width + 1) if code[i:i + width] == pattern]
+        want = declared.count(kind)
+        if want > 1:
+            raise StencilError(f"stencil {name}: hole {kind} declared {want} times (one per stencil)")
+        if len(found) != want:
+            raise StencilError(f"stencil {name}: hole {kind} declared {want} time(s) but its "
+                           f"placeholder occurs {len(found)} time(s) in the code")
+        holes += [Hole(i, width, kind) for i in found]
+    return tuple(sorted(holes, key=lambda h: h.offset))
+
+
+def disassemble(code: bytes, holes=()) -> str:
+    """objdump's listing of raw stencil bytes, hole bytes marked."""
+    if not code:
+        return "    (empty: emits no code)\n"
+    with tempfile.NamedTemporaryFile(suffix=".bin") as f:
+        f.write(code)
+        f.flush()
+        out = subprocess.run(["objdump", "-D", "-b", "binary", "-m", "i386:x86-64",
+                              "-M", "intel", "--insn-width=12", f.name], capture_output=True, text=True)
+    if out.returncode != 0:
+        return f"    (objdump failed: {out.stderr.strip()})\n"
+    lines = []
+    for line in out.stdout.splitlines():
+        parts = line.split("\t")
+        if len(parts) < 2 or not parts[0].strip().rstrip(":").strip():
+            continue
+        try:
+            start = int(parts[0].strip().rstrip(":"), 16)
+        except ValueError:
+            continue
+        size = len(parts[1].split())
+        text = parts[2] if len(parts) > 2 else ""
+        marks = [f"{h.kind}@{h.offset}" for h in holes if start <= h.offset < start + size]
+        lines.append(f"    {start:4x}: {parts[1].strip():<32} {text.strip()}"
+                     + (f"    <- hole {', '.join(marks)}" if marks else ""))
+    return "\n".join(lines) + "\n"
