@@ -73,11 +73,9 @@ class PeachPyMissing(asm.AsmError):
 
 
 def require_peachpy() -> None:
-    try:
-        import peachpy  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("peachpy") is None:
         raise PeachPyMissing("PeachPy is not importable: install Debian's python3-peachpy "
-                             "(apt-get install python3-peachpy), then run make setup") from None
+                             "(apt-get install python3-peachpy), then run make setup")
 
 
 def load_families() -> dict:

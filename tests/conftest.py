@@ -40,7 +40,6 @@ def execution_configs() -> list[tuple[str, str]]:
     """interpreter_configs() and the JIT modes on every compiler that builds
     them: what the differential tests hold to the oracle."""
     from shimlab import toolchain
-    from shimlab.interp import build
     ccs = dict.fromkeys(cc for _, cc in interpreter_configs())
     jit = [(mode, cc) for cc in ccs for mode in modes.JIT
            if toolchain.get_compiler(cc).features >= set(modes.get(mode).features)]
@@ -68,3 +67,20 @@ def run_all():
         return {cfg: vm.run(get_build(*cfg, count=True), program, data)
                 for cfg in interpreter_configs()}
     return go
+
+
+def compiler_for(mode: str, family: str | None = None) -> str:
+    """The compiler the CLI would pick for `mode` if the tests may use it (and it
+    is of `family`), else another here that builds it; skips the test when none
+    can.  Tests name no compiler of their own, so they run on any machine."""
+    from shimlab import toolchain
+    from shimlab.errors import ToolchainError
+    usable = [cc for m, cc in execution_configs() if m == mode
+              and (family is None or toolchain.get_compiler(cc).family == family)]
+    if not usable:
+        pytest.skip(f"no {family or 'C'} compiler here builds the {mode} mode")
+    try:
+        default = toolchain.get_compiler(None, need=modes.get(mode).features).name
+    except ToolchainError:
+        return usable[0]
+    return default if default in usable else usable[0]

@@ -28,7 +28,6 @@ from hypothesis.errors import HypothesisException
 
 import strategies
 from conftest import ROOT, execution_configs, get_build
-from shimlab.interp import build as build_mod
 from shimlab.interp import loader
 from shimlab import isa, isolate, modes, reference, vm
 from shimlab.frontend import compile_text, slbc

@@ -33,7 +33,7 @@ def test_every_copy_is_a_function_with_its_own_indirect_jump(cc):
 
 @pytest.mark.parametrize("sites", [1, 3, 0])
 def test_traces_spread_over_the_copies_asked_for(sites):
-    spec = f"transitions:m=8,j=16,i=16,n=3" + (f",sites={sites}" if sites else "")
+    spec = "transitions:m=8,j=16,i=16,n=3" + (f",sites={sites}" if sites else "")
     program, stretches = synthetic.build(spec)
     b = build.build("jit-direct-sites", JIT_CCS[0])
     with vm.Loaded(b, program, b"", jit=synthetic.jit_options(spec, stretches)) as loaded:

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import EXAMPLES, get_build, interpreter_configs
 from shimlab.interp import dispatch_check
-from shimlab.bench import harness, worker
+from shimlab.bench import harness
 from shimlab.bench.results import ResultFile
 from shimlab.errors import RunError
 

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import EXAMPLES, execution_configs
-from shimlab import modes, toolchain
+from conftest import EXAMPLES, compiler_for
 from shimlab.bench import counters, hotspots
-from shimlab.errors import ToolchainError
 
 SAMPLE = """\
 # callgrind format
@@ -39,17 +37,6 @@ fn=(5) sl_print_int
 """
 
 
-def _cc(mode: str) -> str:
-    """The compiler the CLI would pick for `mode` if the tests may use it, else
-    another that builds it; skips when none here can."""
-    usable = [cc for m, cc in execution_configs() if m == mode]
-    if not usable:
-        pytest.skip(f"no compiler here builds the {mode} mode")
-    try:
-        default = toolchain.get_compiler(None, need=modes.get(mode).features).name
-    except ToolchainError:
-        return usable[0]
-    return default if default in usable else usable[0]
 
 
 def test_parser_counts_self_cost_of_the_interpreter_only():
@@ -60,7 +47,7 @@ def test_parser_counts_self_cost_of_the_interpreter_only():
 
 
 def test_callgrind_per_function_adds_up_to_the_total():
-    job = {"mode": "tailcall", "cc": _cc("tailcall"), "program": str(EXAMPLES / "bf" / "hello.bf"),
+    job = {"mode": "tailcall", "cc": compiler_for("tailcall"), "program": str(EXAMPLES / "bf" / "hello.bf"),
            "input": None}
     per_function = hotspots.callgrind_functions(job)
     assert sum(per_function.values()) == counters.callgrind_instructions(job)
@@ -71,7 +58,7 @@ def test_perf_probe_answers_with_a_reason():
     ok, why = hotspots.perf_available()
     assert isinstance(ok, bool) and why
     if ok:
-        job = {"mode": "tailcall", "cc": _cc("tailcall"),
+        job = {"mode": "tailcall", "cc": compiler_for("tailcall"),
                "program": str(EXAMPLES / "bf" / "nested.bf"), "warmup": 0, "samples": 30}
         samples = hotspots.perf_functions(job)
         assert sum(samples.values()) > 0
@@ -110,7 +97,7 @@ def test_perf_map_names_the_innermost_stencil(tmp_path):
 
 
 def _jit_job(samples):
-    return {"mode": "jit-direct", "cc": _cc("jit-direct"),
+    return {"mode": "jit-direct", "cc": compiler_for("jit-direct"),
             "program": str(EXAMPLES / "bf" / "squares.bf"),
             "input": None, "samples": samples, "quiet_runs": 3}
 

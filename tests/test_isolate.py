@@ -11,26 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, interpreter_configs
-from shimlab import childpy, cli, isolate, modes, toolchain, vm
+from conftest import EXAMPLES, compiler_for
+from shimlab import childpy, cli, isolate, vm
 from shimlab.bench import harness
 from shimlab.bench.results import ResultFile
-from shimlab.errors import RunError, ToolchainError
+from shimlab.errors import RunError
 
 ENDLESS = "+[]"       # BF that never halts: the cell stays 1
 
 
-def _cc(mode: str) -> str:
-    """The compiler the CLI would pick for `mode` if the tests may use it, else
-    another that builds it; the test is skipped when none here can."""
-    usable = [cc for m, cc in interpreter_configs() if m == mode]
-    if not usable:
-        pytest.skip(f"no compiler here builds the {mode} interpreter")
-    try:
-        default = toolchain.get_compiler(None, need=modes.get(mode).features).name
-    except ToolchainError:
-        return usable[0]
-    return default if default in usable else usable[0]
 
 
 def _raise_signal(sig):
@@ -100,7 +89,7 @@ def test_run_isolates_native_modes_by_default(hello, monkeypatch, capsys):
     def faulting_run(build, program, data=b""):
         _null_read()
     monkeypatch.setattr(vm, "run", faulting_run)
-    cc = _cc("switch")
+    cc = compiler_for("switch")
     assert cli.main(["run", hello, "--mode", "switch", "--cc", cc]) == 2
     err = capsys.readouterr().err.strip()
     assert err == (f"shimlab: the switch interpreter ({cc}) running {hello} crashed: "
@@ -115,7 +104,7 @@ def test_run_no_isolate_runs_in_process(hello, monkeypatch, capsys):
         pids.append(os.getpid())
         return real(build, program, data)
     monkeypatch.setattr(vm, "run", spy)
-    cc = _cc("switch")
+    cc = compiler_for("switch")
     assert cli.main(["run", hello, "--mode", "switch", "--cc", cc, "--no-isolate"]) == 0
     assert pids == [os.getpid()]
     assert capsys.readouterr().out == "H"
@@ -139,7 +128,7 @@ def endless(tmp_path):
 
 
 def test_a_worker_past_its_timeout_is_stopped_and_named(endless):
-    cc = _cc("goto")
+    cc = compiler_for("goto")
     job = harness.Config("t", endless, "goto", cc).job(0, 1, None)
     t0 = time.monotonic()
     with pytest.raises(RunError) as e:
@@ -164,7 +153,7 @@ def test_a_worker_killed_by_a_signal_is_named(tmp_path, monkeypatch):
 def test_measure_records_timeouts_as_failures_and_keeps_the_rest(tmp_path, endless,
                                                                  monkeypatch):
     hello = str(EXAMPLES / "bf" / "hello.bf")
-    configs = [harness.Config("t", w, "switch", _cc("switch")) for w in (hello, endless)]
+    configs = [harness.Config("t", w, "switch", compiler_for("switch")) for w in (hello, endless)]
     rf = ResultFile.open(tmp_path / "r.json")
     # the endless workload fails while its instructions are counted ...
     out = harness.measure(configs, rf, harness.Options(processes=1, samples=1, quiet=True,

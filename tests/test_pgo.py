@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from conftest import EXAMPLES, interpreter_configs
-from shimlab import modes, toolchain, vm
+from conftest import EXAMPLES, compiler_for, interpreter_configs
+from shimlab import toolchain, vm
 from shimlab.interp import build
 from shimlab.interp import pgo
 from shimlab.bench import harness
@@ -20,18 +20,6 @@ SMALL = ["bf/hello.bf", "minipy/gcd_lcm.py"]
 PROFILE_USE = {"clang": "-fprofile-instr-use=", "gcc": "-fprofile-use="}
 
 
-def _cc(mode: str, family: str | None = None) -> str:
-    """The compiler the CLI would pick for `mode` if the tests may use it (and
-    it is of `family`), else another that builds it; skips when none here can."""
-    usable = [cc for m, cc in interpreter_configs() if m == mode
-              and (family is None or toolchain.get_compiler(cc).family == family)]
-    if not usable:
-        pytest.skip(f"no {family or 'C'} compiler here builds the {mode} interpreter")
-    try:
-        default = toolchain.get_compiler(None, need=modes.get(mode).features).name
-    except ToolchainError:
-        return usable[0]
-    return default if default in usable else usable[0]
 
 
 @pytest.mark.parametrize("cc", CCS)
@@ -51,7 +39,7 @@ def test_pgo_build_runs_programs_correctly(cc):
 
 
 def test_the_profile_is_part_of_the_key():
-    cc = _cc("switch")
+    cc = compiler_for("switch")
     a = pgo.train("switch", cc, workloads=["bf/hello.bf"])
     b = pgo.train("switch", cc, workloads=["bf/fib.bf"])
     assert a != b
@@ -70,7 +58,7 @@ def test_profile_digest_follows_content(tmp_path):
 
 def test_missing_profile_is_one_clear_error(tmp_path):
     with pytest.raises(BuildError, match="no such profile"):
-        build.build("goto", _cc("goto"), profile=tmp_path / "nope.profdata")
+        build.build("goto", compiler_for("goto"), profile=tmp_path / "nope.profdata")
 
 
 def test_llvm_profdata_matches_the_clang_version():
@@ -91,13 +79,13 @@ def test_missing_llvm_profdata_says_what_to_install():
 
 def test_unknown_training_program_is_named():
     with pytest.raises(Exception, match="nope.bf: no such training program"):
-        pgo.train("goto", _cc("goto"), workloads=["nope.bf"])
+        pgo.train("goto", compiler_for("goto"), workloads=["nope.bf"])
 
 
 @pytest.mark.parametrize("family", sorted(PROFILE_USE))
 def test_harness_config_carries_flags_profile_and_tag(tmp_path, family):
     # per family: clang's profile is one .profdata file, gcc's a directory of .gcda
-    cc = _cc("goto", family)
+    cc = compiler_for("goto", family)
     profile = pgo.train("goto", cc, workloads=SMALL)
     plain = harness.Config("t", str(EXAMPLES / "bf" / "hello.bf"), "goto", cc)
     guided = dataclasses.replace(plain, profile=str(profile), tag="pgo")

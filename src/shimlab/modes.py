@@ -71,7 +71,7 @@ _REGISTRY = (
          "one preserve_none function per handler, musttail dispatch through the table",
          _TAILCALL_FEATURES),
     Mode("asm", "tailcall",
-         "PeachPy handlers in the tail-call interpreter's registers (the limit reference)",
+         "PeachPy handlers in the tail-call interpreter's registers (a hand-written reference)",
          _TAILCALL_FEATURES, defines=("-DSL_ASM",), asm_handlers=True),
     _jit("jit-shim", "traces entered and left through a C shim", "SL_JIT_SHIM",
          entry="ENTER_JIT calls the C shim, which saves rbx, r12-r15 and calls the trace",

@@ -5,7 +5,6 @@ printed next to the numbers.
 """
 from __future__ import annotations
 
-import datetime
 import sys
 from pathlib import Path
 
@@ -70,7 +69,7 @@ def report(results: ResultFile, configs: list[harness.Config], out=sys.stdout) -
         for cc in dict.fromkeys(c.cc for c in configs):
             base_key = f"dispatch/{Path(w).name}/goto/{cc}"
             base = results.get(base_key) if base_key in results else None
-            # the limit reference: the same compiler's asm interpreter
+            # the hand-written reference: the same compiler's asm interpreter
             asm_key = f"dispatch/{Path(w).name}/asm/{cc}"
             asm = results.get(asm_key) if asm_key in results else None
             for c in configs:
@@ -113,7 +112,8 @@ def report(results: ResultFile, configs: list[harness.Config], out=sys.stdout) -
     print("cycles/instr: TSC cycles per executed VM instruction (median over all samples of "
           "all worker processes); vs goto: time ratio to the same compiler's goto build "
           "(< 1 is faster); vs asm: time ratio to the same compiler's asm interpreter "
-          "(PeachPy handlers, the limit reference: > 1 is how far the variant is from it); "
+          "(PeachPy handlers written by hand: a reference point, not a bound; < 1: the "
+          "compiled variant beats it); "
           "bootstrap 95% intervals.", file=out)
     _print_geomeans(results, configs, out)
     _print_geomeans(results, configs, out, base="asm")
@@ -158,7 +158,11 @@ def main(args) -> int:
                            count_instructions=args.count == "instructions",
                            target_ci=target or None,
                            max_processes=args.max_processes or preset[4] or 40,
-                           layout=args.layout, timeout=args.timeout)
+                           layout=args.layout, timeout=args.timeout,
+                           code_layouts=(args.code_layouts if args.code_layout == "random"
+                                         else 0))
+    if opts.code_layouts < 0 or (args.code_layout == "random" and opts.code_layouts < 1):
+        raise ShimlabError(f"--code-layouts {args.code_layouts}: needs at least 1")
     if opts.timeout <= 0:
         raise ShimlabError(f"--timeout {opts.timeout:g}: needs a positive number of seconds")
     path = new_path(args.output, "dispatch", args.resume)
@@ -182,6 +186,11 @@ def main(args) -> int:
         print("shimlab: no configuration finished; no results file written", file=sys.stderr)
         return 1
     rows = report(results, [c for c in configs if c.key in results])
+    layouts = ("each configuration built " f"{opts.code_layouts} times with its code at "
+               "another place, worker processes spread over the builds" if opts.code_layouts
+               else "the compiler's placement only (--code-layout fixed)")
+    print(f"\ncode layouts: {layouts}; memory layouts: "
+          + ("a new one every run" if opts.layout == "random" else "one fixed layout"))
     for key, hw in sorted(outcome.imprecise.items()):
         print(f"note: {key}: 95% interval +-{100 * hw:.2f}% after {results.runs_done(key)} "
               f"processes, wider than the +-{100 * opts.target_ci:g}% asked for")

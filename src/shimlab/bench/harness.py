@@ -50,8 +50,9 @@ class Config:
                 "program": self.workload, "input": self.input, "warmup": warmup,
                 "samples": samples, "cpu": cpu, "profile": self.profile}
 
-    def build(self):
-        return build_mod.build(self.mode, self.cc, self.flags, profile=self.profile)
+    def build(self, code_layout: int = 0):
+        return build_mod.build(self.mode, self.cc, self.flags, profile=self.profile,
+                               code_layout=code_layout)
 
     def describe(self) -> dict:
         d = asdict(self)
@@ -80,6 +81,10 @@ class Options:
     # cache-line offsets (layout bias averages out); "fixed": one staggered
     # layout for all (reproducible, but one sample of layouts)
     layout: str = "random"
+    # code placement, as a factor like the memory layout: with K > 0 each
+    # configuration is built K times with its code shifted (build.code_shift)
+    # and worker process i runs build (i mod K) + 1; 0: the compiler's placement
+    code_layouts: int = 0
     timeout: float = 600.0
     quiet: bool = False
 
@@ -90,6 +95,11 @@ class Outcome:
     failures: dict[str, str] = field(default_factory=dict)
     interrupted: bool = False
     imprecise: dict[str, float] = field(default_factory=dict)   # key -> half-width
+
+
+def code_layouts(opts: Options) -> list[int]:
+    """The code layouts the workers cycle through ([0]: the compiler's only)."""
+    return list(range(1, opts.code_layouts + 1)) if opts.code_layouts > 0 else [0]
 
 
 def relative_halfwidth(result) -> float:
@@ -155,7 +165,8 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
     cpu = opts.cpu if opts.cpu is not None else default_cpu()
     # Build everything first: workers must never compile inside a round.
     for c in configs:
-        c.build()
+        for layout in code_layouts(opts):
+            c.build(layout)
     # A workload that crashes or never ends fails its configurations here,
     # with the same per-worker timeout; the other workloads still run.
     vm_counts: dict[str, int | str] = {}
@@ -201,6 +212,8 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
             for c in batch:
                 job = c.job(opts.warmup, opts.samples, cpu)
                 job["perf_instructions"] = use_perf
+                layouts = code_layouts(opts)
+                job["code_layout"] = layouts[results.runs_done(c.key) % len(layouts)]
                 if opts.layout == "fixed":
                     job["layout_seed"] = 0
                 try:
@@ -213,7 +226,8 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
                                  vm_instructions=vm_counts[c.workload],
                                  instructions=out.get("instructions", exact.get(c.key)),
                                  worker_pid=out["pid"], cpu=out["cpu"],
-                                 layout_seed=out["layout_seed"])
+                                 layout_seed=out["layout_seed"],
+                                 code_layout=out.get("code_layout"), code_at=out.get("code_at"))
                 config = {**c.describe(), "compiler_version": out["compiler_version"],
                           "build_flags": out["flags"]}
                 results.add(c.key, config, [run], tsc_hz=out["tsc_hz"])

@@ -5,7 +5,6 @@ ratios against a baseline with their confidence intervals.
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Iterable
 

@@ -22,8 +22,14 @@ def add_parser(sub, help_text: str) -> None:
                         "+-PCT%% (default: 1 without --quick, none with it)")
     d.add_argument("--max-processes", type=int, help="cap for --target-ci (default 80)")
     d.add_argument("--layout", choices=["random", "fixed"], default="random",
-                   help="VM memory layout: a random one per worker process (default) or one "
+                   help="VM memory layout: a new random one for every run (default) or one "
                         "fixed layout for all")
+    d.add_argument("--code-layout", choices=["random", "fixed"], default="random",
+                   help="interpreter code placement: each configuration built several times "
+                        "with its code shifted, worker processes spread over the builds "
+                        "(default), or the compiler's placement only")
+    d.add_argument("--code-layouts", type=int, default=3, metavar="K",
+                   help="builds per configuration with --code-layout random (default 3)")
     d.add_argument("--count", choices=["instructions"],
                    help="also count machine instructions (perf counters or callgrind)")
     d.add_argument("-o", "--output", help="results file (default: results/dispatch-DATE.json)")
