@@ -26,11 +26,12 @@
 # interpreter, split into M segments of [trace][interpreted]; programs with
 # different M run exactly the same VM instructions (a test checks it opcode
 # by opcode) and differ only in M round trips per iteration.  The cost of one
-# round trip is the slope of cycles per iteration against M.  The cost
-# *between consecutive M* shows whether that cost is the same for long and
-# short stretches; beside it, in the same run, one interpreter dispatch and
-# the machine-code floors (a jump, a predicted indirect jump, a call/ret, a
-# call that saves six registers).
+# round trip is the slope of cycles per iteration against M, where the costs
+# *between neighbouring M* (the steps) agree; where they do not, the steps are
+# the answer.  Beside it, in the same run, one interpreter dispatch and the
+# machine-code floors (a jump, a predicted indirect jump, a call/ret, a call
+# that saves six registers) that each crossing's added jumps must cost at
+# least; a cost below its floor, or below 0, is an anomaly.
 #
 # **Whole programs** (`bench/programs.py`): BF and minipy programs under
 # `tailcall` and the three JIT modes, time relative to `tailcall`.
@@ -82,20 +83,27 @@ a = transitions.analyze(sweep, SIZE, CC)
 # %% [markdown]
 # ## Table: one round trip per crossing, in cycles, instructions and dispatches
 #
-# `cycles/round trip`: the slope against M; `dispatches`: that slope over
-# the cost of one interpreted instruction (the slope of a purely interpreted
-# loop against its length, same build, same run).  Instructions are exact
-# (callgrind) and only in the full run.
+# `cycles/round trip`: the slope against M, for the modes whose steps agree
+# (the others: see the steps below); `dispatches`: that slope over the cost of
+# one interpreted instruction (the slope of a purely interpreted loop against
+# its length, same build, same run); `floor`: the sum of the floors the
+# crossing's added jumps must cost at least (`transitions.floor_parts`).
+# Instructions are exact (callgrind) and only in the full run.
 
 # %%
+direct_linear = a["modes"]["jit-direct"]["linear"]
 rows = []
 for mode, r in a["modes"].items():
-    rows.append((mode, r["round_trip"].fmt(2),
+    linear = r["linear"]
+    floor = ", ".join(p["floor"] for p in r["floor_parts"])
+    rows.append((mode, r["round_trip"].fmt(2) if linear else transitions.NOT_LINEAR,
+                 f"{r['floor'].fmt(2)} ({floor})",
                  "-" if r["instructions"] is None else f"{r['instructions']:.1f}",
-                 r["dispatches"].fmt(2), r["vs_direct"].fmt(2)))
-nb.show_table(rows, ["mode", "cycles/round trip [95% CI]", "instructions/round trip",
-                     "dispatches/round trip [95% CI]", "vs jit-direct [95% CI]"],
-              OUT, "table-round-trip", align="lllll")
+                 r["dispatches"].fmt(2) if linear else "-",
+                 r["vs_direct"].fmt(2) if linear and direct_linear else "-"))
+nb.show_table(rows, ["mode", "cycles/round trip [95% CI]", "floor [95% CI]",
+                     "instructions/round trip", "dispatches/round trip [95% CI]",
+                     "vs jit-direct [95% CI]"], OUT, "table-round-trip", align="llllll")
 floor_rows = [(transitions.FLOOR_TEXT[f], e.fmt(2), floors.INSTRUCTIONS[f])
               for f, e in a["floors"].items()]
 floor_rows.append(("one interpreter dispatch (LOAD_INT or POP)", a["dispatch"].fmt(2),
@@ -103,34 +111,33 @@ floor_rows.append(("one interpreter dispatch (LOAD_INT or POP)", a["dispatch"].f
                    else f"{a['dispatch_instructions']:.1f}"))
 nb.show_table(floor_rows, ["floor", "cycles [95% CI]", "instructions"], OUT, "table-floors",
               align="llr")
+print("\n" + transitions.anomalies_text(a))
 print("\n" + transitions.reading(a))
 
 # %% [markdown]
-# ## Marginal cost between consecutive M
+# ## Marginal cost between neighbouring M: the steps
 #
 # The slope assumes every round trip costs the same.  Between M and the
 # next M the cost per added round trip is
 # (cycles(M') − cycles(M)) / (M' − M); each step has its own interval
-# (bootstrap replicates of the two medians).  The stretch length is
-# J / M' VM instructions in the trace per segment.  A step far above the
-# others is where the crossing stops being the same cost.  An earlier full
-# sweep on this machine saw the shim's cost per round trip jump from about 7
-# to about 20 cycles at M = 32 (stretches of 2 VM instructions); a full run
-# of this notebook did not see it again (16 → 32: 8.2 [7.4, 8.9] cycles),
-# and there the dearest step of every mode was the first, M 1 → 2, with wide
-# intervals.  The findings below say, per run, whether any step stands out
-# beyond the intervals of all the others.
+# (bootstrap replicates of the two medians, `transitions.analyze`).  The
+# stretch length is J / M' VM instructions in the trace per segment.  A
+# mode is *linear* when no two of its steps differ (every pair's difference,
+# replicate by replicate, has an interval containing 0, at a level that
+# holds 95% for all pairs together); only then does its slope stand for it.
+# An earlier full sweep on this machine saw the shim's cost per round trip
+# jump from about 7 to about 20 cycles at M = 32 (stretches of 2 VM
+# instructions); a later full run did not see it again (16 → 32: 8.2
+# [7.4, 8.9] cycles).
 
 # %%
 ms = list(SIZE["ms"])
-# (value, lo, hi) per step between consecutive M
-steps = {mode: [(e.value, e.lo, e.hi) for e in stats.steps(ms, r["per_iteration_ci"])]
-         for mode, r in a["modes"].items()}
+steps = {mode: r["steps"] for mode, r in a["modes"].items()}
 step_rows = []
 for k in range(len(ms) - 1):
     step_rows.append((f"{ms[k]} -> {ms[k + 1]}", SIZE["j"] // ms[k + 1],
-                      *(f"{v:.2f} [{lo:.2f}, {hi:.2f}]" for v, lo, hi in
-                        (steps[m][k] for m in MODES))))
+                      *(steps[m][k].fmt(2) for m in MODES)))
+step_rows.append(("linear", "", *("yes" if a["modes"][m]["linear"] else "no" for m in MODES)))
 nb.show_table(step_rows, ["M", "stretch (VM instr)", *(f"{m} cycles/added round trip"
                                                         for m in MODES)],
               OUT, "table-marginal", align="lr" + "l" * len(MODES))
@@ -160,10 +167,12 @@ nb.show_table(prog_rows, ["workload", "mode", "cycles/VM instr", "vs tailcall [9
 #
 # Top left: cycles per iteration against round trips per iteration, each
 # point a median with its interval, each line the least-squares fit whose
-# slope is the round trip (band: 95% of the bootstrap fits).  Top right: the
-# marginal cost per added round trip between consecutive M, against the
-# stretch length.  Bottom left: round trips next to the floors and one
-# dispatch.  Bottom right: whole programs against `tailcall`.
+# slope is the round trip (band: 95% of the bootstrap fits; dashed where the
+# mode is not linear, so no slope stands for it).  Top right: the marginal
+# cost per added round trip between neighbouring M, against the stretch
+# length.  Bottom left: round trips (the steps, for a mode that is not
+# linear) next to the floors and one dispatch.  Bottom right: whole programs
+# against `tailcall`.
 
 # %%
 COLOURS = {"jit-shim": "tab:red", "jit-direct": "tab:blue", "jit-direct-handler": "tab:green",
@@ -178,7 +187,9 @@ for mode, r in a["modes"].items():
     ax1.errorbar(x, y, yerr=[y - [e.lo for e in est], [e.hi for e in est] - y], fmt="o",
                  color=c, capsize=3, markersize=4)
     line, lo, hi = stats.fit_band(x, est, grid)
-    ax1.plot(grid, line, color=c, label=f"{mode}: {r['round_trip'].fmt(1)} cycles/round trip")
+    ax1.plot(grid, line, color=c, linestyle="-" if r["linear"] else "--",
+             label=f"{mode}: {r['round_trip'].fmt(1)} cycles/round trip" if r["linear"]
+             else f"{mode}: {transitions.NOT_LINEAR}")
     ax1.fill_between(grid, lo, hi, color=c, alpha=0.15)
 ax1.set_xlabel("round trips per iteration, M (same work at every M)")
 ax1.set_ylabel("TSC cycles per iteration")
@@ -188,9 +199,9 @@ ax1.grid(alpha=0.3)
 
 stretch = np.array([SIZE["j"] / m for m in ms[1:]])
 for j, (mode, st) in enumerate(steps.items()):
-    v = np.array([s[0] for s in st])
+    v = np.array([e.value for e in st])
     offset = 2 ** ((j - 1) * 0.06)                   # side by side on the log axis
-    ax2.errorbar(stretch * offset, v, yerr=[v - [s[1] for s in st], [s[2] for s in st] - v],
+    ax2.errorbar(stretch * offset, v, yerr=[v - [e.lo for e in st], [e.hi for e in st] - v],
                  fmt="o-", color=COLOURS[mode], capsize=3, markersize=4, label=mode)
 ax2.axhline(a["dispatch"].value, color="gray", linestyle=":",
             label=f"one dispatch ({a['dispatch'].value:.2f})")
@@ -206,7 +217,12 @@ ax2.grid(alpha=0.3)
 
 bars = [(transitions.FLOOR_TEXT[f], e, "tab:gray") for f, e in a["floors"].items()]
 bars.append(("one interpreter dispatch", a["dispatch"], "black"))
-bars += [(f"round trip: {m}", r["round_trip"], COLOURS[m]) for m, r in a["modes"].items()]
+for m, r in a["modes"].items():
+    if r["linear"]:
+        bars.append((f"round trip: {m}", r["round_trip"], COLOURS[m]))
+    else:
+        bars += [(f"{m}, step M {ms[k]}→{ms[k + 1]}", e, COLOURS[m])
+                 for k, e in enumerate(r["steps"])]
 yy = np.arange(len(bars))
 vals = np.array([e.value for _, e, _ in bars])
 ax3.barh(yy, vals, xerr=[vals - [e.lo for _, e, _ in bars], [e.hi for _, e, _ in bars] - vals],
@@ -246,15 +262,14 @@ nb.save_figure(fig, OUT, NAME)
 # %%
 findings = [transitions.reading(a)]
 for mode, st in steps.items():
-    parts = ", ".join(f"{v:.1f} [{lo:.1f}, {hi:.1f}] (M {ms[k]}->{ms[k + 1]})"
-                      for k, (v, lo, hi) in enumerate(st))
+    parts = ", ".join(f"{e.fmt(1)} (M {ms[k]}->{ms[k + 1]})" for k, e in enumerate(st))
     findings.append(f"{mode}: cycles per added round trip, from long stretches to short: {parts}")
-    k = int(np.argmax([v for v, _, _ in st]))
-    others = [hi for i, (_, _, hi) in enumerate(st) if i != k]
-    if others and st[k][1] > max(others):
-        findings.append(f"  {mode}: the step M {ms[k]}->{ms[k + 1]} (stretches of "
-                        f"{SIZE['j'] // ms[k + 1]} VM instructions) costs more than every other "
-                        "step, beyond their intervals: the round trip is not one constant cost")
+    r = a["modes"][mode]
+    if not r["linear"]:
+        pairs = ", ".join(f"M {p[0]}->{p[1]} and {q[0]}->{q[1]}" for p, q in r["unequal_steps"])
+        findings.append(f"  {mode}: not linear, the round trip is not one constant cost: the "
+                        f"steps {pairs} differ beyond their intervals")
+findings += [f"anomaly: {x}" for x in a["anomalies"]] or ["anomalies: none"]
 for r in prog_records:
     if r["mode"] != "tailcall":
         findings.append(f"{r['workload']} {r['mode']}: {r['vs_tailcall']:.3f}x the time of "
@@ -262,6 +277,4 @@ for r in prog_records:
 print("\n".join(findings))
 nb.save_json({"notebook": NAME, "quick": QUICK, "compiler": CC, "size": SIZE_NAME,
               "transitions": transitions.to_json(a),
-              "marginal": {m: [{"from_m": ms[k], "to_m": ms[k + 1], "value": v, "ci95": [lo, hi]}
-                               for k, (v, lo, hi) in enumerate(st)] for m, st in steps.items()},
               "programs": prog_records, "findings": findings}, OUT)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from shimlab.bench import stats
-from shimlab.bench.file_compare import (_contain, _process_median, compare, compare_files,
-                                        compare_rows, format_ns)
+from shimlab.bench.file_compare import (_contain, compare, compare_files, compare_rows,
+                                        format_ns)
 from shimlab.bench.results import ResultFile, RunSamples
 from shimlab.bench.table import table
 from shimlab.cli import main as cli_main
@@ -283,16 +283,6 @@ def test_interval_contains_its_estimate_with_unequal_processes(tmp_path):
                 ratio, lo, hi = map(float, re.search(r"([\d.]+)  \[([\d.]+), ([\d.]+)\]",
                                                      line).groups())
                 assert lo <= ratio <= hi, line
-
-
-def test_process_median():
-    rng = np.random.default_rng(0)
-    for n, g in ((5, 2), (4, 3), (1, 4), (6, 1)):      # equal counts: the plain median
-        groups = [rng.normal(size=n).round(1) for _ in range(g)]
-        assert _process_median(groups) == pytest.approx(np.median(np.concatenate(groups)))
-    x, y = np.array([1.0, 2.0]), np.array([5.0, 6.0, 7.0, 8.0])
-    # a process of 2 samples weighs as much as one of 4: as if each sample were doubled
-    assert _process_median([x, y]) == pytest.approx(np.median(np.concatenate([x, x, y])))
 
 
 def test_contain_only_ever_widens():

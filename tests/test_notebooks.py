@@ -129,11 +129,20 @@ def test_shim_vs_direct_has_every_crossing_its_steps_and_whole_programs(outputs)
         r = t["modes"][mode]
         lo, hi = r["round_trip"]["ci95"]
         assert lo <= r["round_trip"]["value"] <= hi
-        steps = results["marginal"][mode]
-        assert [(s["from_m"], s["to_m"]) for s in steps] == list(zip(ms, ms[1:]))
+        steps = r["steps"]
+        assert [tuple(s["m"]) for s in steps] == list(zip(ms, ms[1:]))
         for s in steps:
             assert s["ci95"][0] <= s["value"] <= s["ci95"][1]
+        assert isinstance(r["linear"], bool)
+        # the verdict and the findings say the same
+        said = any(f.strip().startswith(f"{mode}: not linear") for f in results["findings"])
+        assert said == (not r["linear"])
+        assert r["floor"]["value"] > 0 and r["floor"]["ci95"][0] > 0
     assert set(t["floors"]) == {"jump", "indirect", "call-ret", "call-save6"}
+    # anomalies are listed, or said to be none, never left out
+    assert all(isinstance(x, str) and x for x in t["anomalies"])
+    assert ([f for f in results["findings"] if f.startswith("anomal")]
+            == ([f"anomaly: {x}" for x in t["anomalies"]] or ["anomalies: none"]))
     seen = {(r["workload"], r["mode"]) for r in results["programs"]}
     for w in ("nested.bf", "nested_loops.py"):
         for mode in ("tailcall",) + modes:
@@ -215,3 +224,20 @@ def test_jupytext_round_trips(tmp_path, name):
     def strip(text):      # the writer stamps its own version into the header
         return re.sub(r"^#\s+jupytext_version:.*\n", "", text, flags=re.M)
     assert strip(back) == strip(src.read_text())
+
+
+def test_crossing_density_separates_entry_jumps_from_traces(outputs):
+    """Every entry variant gets its steps at every M, the sites sweep has every
+    K, and the finding is a sentence computed from the run (not a constant)."""
+    if not _jit_ccs():
+        pytest.skip("no compiler here builds the JIT modes")
+    results = json.loads((outputs["crossing-density"][1] / "results.json").read_text())
+    ms = results["ms"]
+    assert set(results["steps"]) == {"jit-direct", "jit-direct-sites",
+                                     "jit-direct-sites, sites=1", "jit-table"}
+    for curve in results["steps"].values():
+        assert [s["m"] for s in curve["steps"]] == [list(p) for p in zip(ms, ms[1:])]
+    assert [s["k"] for s in results["sites"]] == [k for k in (1, 2, 4, 8, 16, 32) if k <= ms[-1]]
+    saved = results["saved_per_round_trip"]
+    assert saved["ci95"][0] <= saved["value"] <= saved["ci95"][1]
+    assert f"{saved['value']:.2f}" in results["finding"]

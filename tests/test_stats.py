@@ -14,10 +14,69 @@ def lognormal(n, scale=1000.0, sigma=0.03, seed=0):
 
 def test_median_and_pooling():
     assert stats.median([3, 1, 2]) == 2.0
-    assert stats.median([[1, 2], [3, 4, 5]]) == 3.0
+    # each process weighs the same: as if [1, 2] were [1, 1, 1, 2, 2, 2] and
+    # [3, 4, 5] were [3, 3, 4, 4, 5, 5] (pooled it would be 3.0)
+    assert stats.median([[1, 2], [3, 4, 5]]) == 2.5
     assert stats.median(np.array([[1.0, 2.0], [3.0, 4.0]])) == 2.5
     with pytest.raises(ValueError):
         stats.median([])
+
+
+def test_process_median():
+    rng = np.random.default_rng(0)
+    for n, g in ((5, 2), (4, 3), (1, 4), (6, 1)):      # equal counts: the plain median
+        groups = [rng.normal(size=n).round(1) for _ in range(g)]
+        assert stats.process_median(groups) == pytest.approx(np.median(np.concatenate(groups)))
+    x, y = np.array([1.0, 2.0]), np.array([5.0, 6.0, 7.0, 8.0])
+    # a process of 2 samples weighs as much as one of 4: as if each sample were doubled
+    assert stats.process_median([x, y]) == pytest.approx(np.median(np.concatenate([x, x, y])))
+    assert stats.process_median([3.0, 1.0, 2.0]) == 2.0
+    # every process repeated to a common length is the same statistic
+    for seed in range(20):
+        r = np.random.default_rng(seed)
+        groups = [r.integers(0, 9, size=r.integers(1, 6)).astype(float)
+                  for _ in range(r.integers(2, 5))]
+        common = math.lcm(*(g.size for g in groups))
+        even = np.concatenate([np.repeat(g, common // g.size) for g in groups])
+        assert stats.process_median(groups) == pytest.approx(np.median(even)), groups
+
+
+def unequal_processes(seed):
+    """One process of 200 samples at 900 and six of 7 samples at 1000 to
+    1050, one apart from the next by 10: pooled, the median is about 900;
+    with every process weighing the same (as the bootstrap draws them), it
+    is the middle process's, about 1020.  A resumed run with another
+    --samples leaves groups like these."""
+    rng = np.random.default_rng(seed)
+    groups = [900 * np.exp(rng.normal(0, 0.002, 200))]
+    groups += [(1000 + 10 * k) * np.exp(rng.normal(0, 0.002, 7)) for k in range(6)]
+    return groups
+
+
+def test_every_estimate_is_inside_its_interval_with_unequal_processes():
+    for seed in range(3):
+        a, b = unequal_processes(seed), unequal_processes(10 + seed)
+        equal = [1000 * np.exp(np.random.default_rng(20 + seed).normal(0, 0.002, (4, 9)))]
+        lo, hi = stats.bootstrap_ci(a, seed=seed)
+        # the pooled median, the old estimate, lies outside: the test can fail
+        assert not lo <= np.median(np.concatenate(a)) <= hi
+        assert lo <= stats.median(a) <= hi
+        s = stats.summarize(a, seed=seed)
+        assert s.lo <= s.median <= s.hi and s.median == stats.process_median(a)
+        assert s.rel_ci_halfwidth < 0.05
+        e = stats.median_estimate(a, rng=seed)
+        assert e.lo <= e.value <= e.hi
+        for x, y in ((a, b), (a, equal[0]), (equal[0], b)):
+            ratio, rlo, rhi = stats.ratio_ci(x, y, seed=seed)
+            assert rlo <= ratio <= rhi, (ratio, rlo, rhi)
+            assert ratio == pytest.approx(stats.process_median(x) / stats.process_median(y))
+        gm, glo, ghi = stats.geometric_mean_ratio([(a, equal[0]), (b, equal[0])], seed=seed)
+        assert glo <= gm <= ghi, (gm, glo, ghi)
+        # another statistic gets the same equal weights: the mean of the
+        # process means (pooled, 200 samples at 900 would pull it to about 920)
+        mean, mlo, mhi = stats.ratio_ci(a, equal[0], stat=np.mean, seed=seed)
+        assert mean == pytest.approx(np.mean([g.mean() for g in a]) / np.mean(equal[0]))
+        assert mlo <= mean <= mhi
 
 
 def test_known_shift_is_found_with_interval_containing_it():
@@ -154,6 +213,41 @@ def test_replicates_are_what_the_intervals_come_from():
 def _exact(value, n_boot=50):
     """An estimate of a constant: every replicate is the value."""
     return stats.median_estimate([value] * 5, n_boot=n_boot)
+
+
+def test_sum_of_estimates():
+    total = stats.sum_of([_exact(1.5), _exact(2.0), _exact(1.5)])
+    assert (total.value, total.lo, total.hi) == (5.0, 5.0, 5.0)
+    rng = np.random.default_rng(2)
+    a = stats.median_estimate(lognormal(100, seed=40), rng=rng)
+    b = stats.median_estimate(lognormal(100, seed=41), rng=rng)
+    # one measurement twice is twice as uncertain; two independent ones less so
+    twice = stats.sum_of([a, a])
+    assert (twice.lo, twice.hi) == pytest.approx((2 * a.lo, 2 * a.hi))
+    both = stats.sum_of([a, b])
+    assert both.value == pytest.approx(a.value + b.value)
+    assert both.hi - both.lo < twice.hi - twice.lo
+    with pytest.raises(ValueError):
+        stats.sum_of([])
+
+
+def test_unequal_pairs():
+    assert stats.unequal_pairs([_exact(3.0)] * 4) == []
+    assert stats.unequal_pairs([_exact(3.0)]) == []
+    assert stats.unequal_pairs([_exact(3.0), _exact(3.0), _exact(4.0)]) == [(0, 2), (1, 2)]
+    # rounding is no difference
+    assert stats.unequal_pairs([_exact(0.1 + 0.2), _exact(0.3)]) == []
+    # noisy points of one value: some pair comes out unequal in about 5% of
+    # runs at most (Bonferroni over the 6 pairs), points 5 apart nearly always
+    rng = np.random.default_rng(3)
+
+    def points(values):
+        return [stats.median_estimate([v + rng.normal(0, 2.0, 15) for _ in range(4)],
+                                      n_boot=400, rng=rng) for v in values]
+    false = sum(bool(stats.unequal_pairs(points([10, 10, 10, 10]))) for _ in range(60))
+    found = sum((0, 3) in stats.unequal_pairs(points([10, 10, 10, 15])) for _ in range(20))
+    assert false <= 7, false
+    assert found >= 18, found
 
 
 def test_slope_of_a_known_line():

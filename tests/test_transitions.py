@@ -85,20 +85,37 @@ ROUND_TRIP_INSTRUCTIONS = {"jit-shim": 40, "jit-direct": 22, "jit-direct-handler
                            "jit-table": 19}
 DISPATCH, DISPATCH_INSTRUCTIONS = 2.0, 9
 FLOOR = {"jump": 0.5, "indirect": 1.0, "call-ret": 2.0, "call-save6": 6.0}
+PAIRS = list(zip(SWEEP["ms"], SWEEP["ms"][1:]))
+
+
+def _line(rt):
+    """Cycles per iteration at each M of a constant cost per round trip."""
+    return [BASE + rt * m for m in SWEEP["ms"]]
+
+
+def _curve(steps):
+    """Cycles per iteration at each M whose step between neighbouring M costs
+    steps[k] cycles per added round trip."""
+    y = [BASE + steps[0] * SWEEP["ms"][0]]
+    for (m0, m1), c in zip(PAIRS, steps):
+        y.append(y[-1] + c * (m1 - m0))
+    return y
 
 
 class _Results:
     """What analyze() reads of a results file: 5 processes x 7 samples per
     configuration, each sample the exact cycles times (1 + noise) with a
-    per-process and a per-sample part."""
+    per-process and a per-sample part.  curves: mode -> cycles per
+    iteration at each M (default: the straight lines of ROUND_TRIP)."""
 
-    def __init__(self, noise: float, seed: int = 0):
+    def __init__(self, noise: float, seed: int = 0, curves=None):
         self.rng, self.noise, self.configs = np.random.default_rng(seed), noise, {}
         n = SWEEP["n"]
-        for mode, rt in ROUND_TRIP.items():
-            for m in SWEEP["ms"]:
+        curves = curves or {mode: _line(rt) for mode, rt in ROUND_TRIP.items()}
+        for mode, ys in curves.items():
+            for m, y in zip(SWEEP["ms"], ys):
                 self._add(f"transitions/{transitions.spec(m, SWEEP)}/{mode}/{CC}",
-                          n * (BASE + rt * m), n * (1000 + ROUND_TRIP_INSTRUCTIONS[mode] * m))
+                          n * y, n * (1000 + ROUND_TRIP_INSTRUCTIONS[mode] * m))
         for k in SWEEP["ks"]:
             self._add(f"transitions/{transitions.interp_spec(k, SWEEP)}/jit-direct/{CC}",
                       n * (50 + DISPATCH * k), n * (30 + DISPATCH_INSTRUCTIONS * k))
@@ -122,6 +139,21 @@ def _triple(e):
     return e.value, e.lo, e.hi
 
 
+def _report(a):
+    out = io.StringIO()
+    transitions.report(a, out)
+    return out.getvalue()
+
+
+def _row(text, mode):
+    """The main table's row of mode (the first line that starts with it)."""
+    return next(line for line in text.splitlines() if line.split()[:1] == [mode])
+
+
+def _json(a):
+    return json.loads(json.dumps(transitions.to_json(a)))
+
+
 def test_analysis_of_exact_samples_gives_the_exact_costs():
     a = transitions.analyze(_Results(noise=0.0), SWEEP, CC, tuple(ROUND_TRIP), n_boot=200)
     exact = pytest.approx
@@ -129,22 +161,47 @@ def test_analysis_of_exact_samples_gives_the_exact_costs():
     assert a["dispatch_instructions"] == exact(DISPATCH_INSTRUCTIONS)
     for mode, rt in ROUND_TRIP.items():
         r = a["modes"][mode]
-        assert r["per_iteration"] == exact([BASE + rt * m for m in SWEEP["ms"]])
+        assert r["per_iteration"] == exact(_line(rt))
         assert _triple(r["round_trip"]) == (exact(rt),) * 3
+        assert [_triple(e) for e in r["steps"]] == [(exact(rt),) * 3] * len(PAIRS)
+        assert r["linear"] is True and r["unequal_steps"] == []
         assert r["instructions"] == exact(ROUND_TRIP_INSTRUCTIONS[mode])
         assert _triple(r["dispatches"]) == (exact(rt / DISPATCH),) * 3
         assert _triple(r["vs_direct"]) == (exact(rt / ROUND_TRIP["jit-direct"]),) * 3
     for f, c in FLOOR.items():
         assert _triple(a["floors"][f]) == (exact(c),) * 3
-    out = io.StringIO()
-    transitions.report(a, out)
-    text = out.getvalue()
+    # the floors each crossing is held to (transitions.floor_parts says why)
+    held_to = {"jit-shim": FLOOR["call-save6"] + FLOOR["indirect"],
+               "jit-direct": 2 * FLOOR["indirect"],
+               "jit-direct-handler": FLOOR["indirect"] + FLOOR["jump"],
+               "jit-table": FLOOR["indirect"]}
+    for mode, floor in held_to.items():
+        assert _triple(a["modes"][mode]["floor"]) == (exact(floor),) * 3
+    assert a["anomalies"] == []
+    text = _report(a)
     assert "12.0 [12.0, 12.0]" in text and "6.00 [6.00, 6.00]" in text
-    # the steps between consecutive M of a straight line are its slope
-    assert ["jit-shim", "12.0", "12.0", "12.0"] in [line.split() for line in text.splitlines()]
+    # the steps between neighbouring M of a straight line are its slope
+    assert (["jit-shim"] + ["12.0", "[12.0,", "12.0]"] * 3 + ["yes"]
+            in [line.split() for line in text.splitlines()])
     assert "7.0 [7.0, 7.0] more than a direct one (5.0)" in text
-    assert json.loads(json.dumps(transitions.to_json(a)))["modes"]["jit-shim"]["round_trip"] == {
+    assert "anomalies: none" in text and transitions.NOT_LINEAR not in text
+    j = _json(a)
+    assert j["modes"]["jit-shim"]["round_trip"] == {
         "value": exact(12.0), "ci95": [exact(12.0), exact(12.0)]}
+    assert j["modes"]["jit-shim"]["steps"] == [
+        {"m": list(p), "value": exact(12.0), "ci95": [exact(12.0), exact(12.0)]} for p in PAIRS]
+    assert j["modes"]["jit-shim"]["linear"] is True and j["anomalies"] == []
+
+
+def test_floors_come_from_each_modes_entry_and_exit():
+    parts = {mode: [f for f, _ in transitions.floor_parts(mode)] for mode in modes.JIT}
+    assert parts == {"jit-shim": ["call-save6", "indirect"],
+                     "jit-direct": ["indirect", "indirect"],
+                     "jit-direct-handler": ["indirect", "jump"],
+                     "jit-table": ["indirect"],
+                     "jit-direct-sites": ["indirect", "indirect"]}
+    for mode in modes.JIT:
+        assert all(where for _, where in transitions.floor_parts(mode))
 
 
 def test_analysis_of_noisy_samples_brackets_the_true_costs():
@@ -156,11 +213,100 @@ def test_analysis_of_noisy_samples_brackets_the_true_costs():
         e = a["modes"][mode]["round_trip"]
         assert abs(e.value - rt) < 0.5, (mode, e)
         assert e.lo <= rt <= e.hi and e.hi - e.lo < 2.0, (mode, e)
+        for step in a["modes"][mode]["steps"]:
+            assert step.lo <= rt <= step.hi, (mode, step)
     d = a["dispatch"]
     assert abs(d.value - DISPATCH) < 0.1 and d.lo <= DISPATCH <= d.hi, d
     shim = a["modes"]["jit-shim"]["round_trip"]
     assert "more than a direct one" in transitions.reading(a)
     assert shim.lo > ROUND_TRIP["jit-direct"]
+
+
+def test_a_constant_cost_is_linear_and_its_slope_printed():
+    # noisy, so that "linear" is a test that passed and not intervals of width 0
+    for seed in (3, 4):
+        a = transitions.analyze(_Results(noise=0.005, seed=seed), SWEEP, CC, tuple(ROUND_TRIP),
+                                n_boot=1000)
+        text, j = _report(a), _json(a)
+        for mode in ROUND_TRIP:
+            r = a["modes"][mode]
+            assert r["linear"] is True, (seed, mode, [e.fmt(2) for e in r["steps"]])
+            row = _row(text, mode)
+            assert r["round_trip"].fmt(1) in row and r["dispatches"].fmt(2) in row
+            assert transitions.NOT_LINEAR not in row
+            assert j["modes"][mode]["linear"] is True
+            assert [s["m"] for s in j["modes"][mode]["steps"]] == [list(p) for p in PAIRS]
+        assert "anomalies: none" in text and j["anomalies"] == []
+
+
+def test_steps_that_grow_are_not_linear_and_get_no_single_slope():
+    # jit-direct's cost per added round trip grows with the density of
+    # crossings, as in the issue's quick sweep (2.5, 2.9, 6.4)
+    grows = [2.0, 3.0, 6.0]
+    curves = {mode: _line(rt) for mode, rt in ROUND_TRIP.items()}
+    curves["jit-direct"] = _curve(grows)
+    a = transitions.analyze(_Results(noise=0.005, seed=3, curves=curves), SWEEP, CC,
+                            tuple(ROUND_TRIP), n_boot=1000)
+    r = a["modes"]["jit-direct"]
+    assert r["linear"] is False
+    assert [e.value for e in r["steps"]] == pytest.approx(grows, abs=0.5)
+    # the dear last step differs from both before it
+    assert ((4, 8), (16, 32)) in r["unequal_steps"] and ((8, 16), (16, 32)) in r["unequal_steps"]
+    text = _report(a)
+    row = _row(text, "jit-direct")
+    assert transitions.NOT_LINEAR in row
+    assert r["round_trip"].fmt(1) not in row and r["dispatches"].fmt(2) not in row
+    # nor a ratio to it, nor a reading that quotes its slope
+    for mode in ROUND_TRIP:
+        assert a["modes"][mode]["vs_direct"].fmt(2) not in _row(text, mode)
+    assert "more than a direct one" not in text and "jit-direct not linear" in text
+    steps_row = next(line for line in text.splitlines()
+                     if line.startswith("jit-direct ") and "->" in line)
+    assert [e.fmt(1) in steps_row for e in r["steps"]] == [True] * 3
+    assert "no: " in steps_row and "4->8 vs 16->32" in steps_row
+    for mode in ("jit-shim", "jit-direct-handler", "jit-table"):   # the others are lines
+        assert a["modes"][mode]["linear"] is True
+        assert a["modes"][mode]["round_trip"].fmt(1) in _row(text, mode)
+    j = _json(a)["modes"]["jit-direct"]
+    assert j["linear"] is False
+    assert [s["m"] for s in j["steps"]] == [list(p) for p in PAIRS]
+    assert [s["value"] for s in j["steps"]] == pytest.approx(grows, abs=0.5)
+    for s, e in zip(j["steps"], r["steps"]):
+        assert s["ci95"] == [e.lo, e.hi] and s["ci95"][0] <= s["value"] <= s["ci95"][1]
+    # the fit is still there for whoever reads the JSON (with "linear" beside it)
+    assert set(j["round_trip"]) == {"value", "ci95"}
+
+
+def test_negative_steps_and_costs_below_the_floor_are_anomalies():
+    curves = {mode: _line(rt) for mode, rt in ROUND_TRIP.items()}
+    # jit-table: a straight line below its floor (one predicted indirect jump)
+    curves["jit-table"] = _line(0.4)
+    # jit-direct-handler: the first step negative, as jit-table's in the issue
+    curves["jit-direct-handler"] = _curve([-2.5, 4.5, 4.5])
+    # jit-direct: not linear, its last step positive but below two indirect jumps
+    curves["jit-direct"] = _curve([5.0, 5.0, 1.0])
+    a = transitions.analyze(_Results(noise=0.002, seed=5, curves=curves), SWEEP, CC,
+                            tuple(ROUND_TRIP), n_boot=1000)
+    assert a["modes"]["jit-table"]["linear"] is True
+    assert [a["modes"][m]["linear"] for m in ("jit-direct", "jit-direct-handler")] == [False] * 2
+    found = a["anomalies"]
+    assert len(found) == 3, found
+    negative = [x for x in found if x.startswith("jit-direct-handler: negative cost")]
+    below = [x for x in found if x.startswith("jit-table: below its floor: one round trip")]
+    step_below = [x for x in found
+                  if x.startswith("jit-direct: below its floor: the step M 16->32")]
+    assert len(negative) == len(below) == len(step_below) == 1, found
+    assert "M 4->8" in negative[0]
+    assert a["modes"]["jit-table"]["round_trip"].fmt(1) in below[0]
+    assert a["modes"]["jit-table"]["floor"].fmt(2) in below[0] and "indirect" in below[0]
+    # the shim is a line above its floor: nothing to say
+    assert not any(x.startswith("jit-shim") for x in found)
+    text = _report(a)
+    tail = text[text.index("anomalies:"):]
+    for x in found:
+        assert f"  - {x}" in tail
+    assert "anomalies: none" not in text
+    assert _json(a)["anomalies"] == found
 
 
 @needs_jit

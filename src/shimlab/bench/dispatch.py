@@ -109,14 +109,15 @@ def report(results: ResultFile, configs: list[harness.Config], out=sys.stdout) -
                 ["workload", "compiler", "mode", "VM instrs/run", "cycles/instr", "95% CI",
                  "vs goto", "95% CI", "verdict", "vs asm [95% CI]"], align="lllrrlrlll"),
           file=out)
-    print("cycles/instr: TSC cycles per executed VM instruction (median over all samples of "
-          "all worker processes); vs goto: time ratio to the same compiler's goto build "
+    print("cycles/instr: TSC cycles per executed VM instruction (median over worker processes, "
+          "each weighing the same); vs goto: time ratio to the same compiler's goto build "
           "(< 1 is faster); vs asm: time ratio to the same compiler's asm interpreter "
           "(PeachPy handlers written by hand: a reference point, not a bound; < 1: the "
           "compiled variant beats it); "
           "bootstrap 95% intervals.", file=out)
     _print_geomeans(results, configs, out)
     _print_geomeans(results, configs, out, base="asm")
+    _print_placement(results, configs, out)
     print("\nbaseline check (shimlab dis --native --mode goto --cc CC for details):", file=out)
     for (mode, cc), rep in sorted(checks.items()):
         print(f"  {'!! ' if rep.flagged and mode == 'goto' else '   '}{rep.summary()}", file=out)
@@ -125,6 +126,35 @@ def report(results: ResultFile, configs: list[harness.Config], out=sys.stdout) -
               "it flatter every other variant. Compare against an unflagged goto build.",
               file=out)
     return ratio_rows
+
+
+def by_code_layout(result, vm_instructions: int) -> dict[int, float]:
+    """Median cycles per VM instruction of each code layout's worker processes."""
+    groups: dict[int, list] = {}
+    for run in result.runs:
+        if run.code_layout and run.cycles:
+            groups.setdefault(run.code_layout, []).append(
+                _per_instruction(run.cycles, vm_instructions))
+    return {k: stats.median(g) for k, g in sorted(groups.items())}
+
+
+def _print_placement(results: ResultFile, configs, out) -> None:
+    """How far the same configuration moves between code layouts: the part of
+    a verdict that code placement, not the dispatch technique, decides."""
+    lines = []
+    for c in configs:
+        r = results.get(c.key)
+        per = by_code_layout(r, r.runs[0].vm_instructions)
+        if len(per) < 2:
+            continue
+        lo, hi = min(per.values()), max(per.values())
+        lines.append((c.workload_name, c.cc, c.mode, len(per),
+                      " ".join(f"{v:.3f}" for v in per.values()), f"{100 * (hi / lo - 1):.1f}%"))
+    if lines:
+        print("\ncode placement: cycles/instr of each code layout's worker processes (the same "
+              "machine code, shifted):", file=out)
+        print(table(lines, ["workload", "compiler", "mode", "layouts", "cycles/instr per layout",
+                            "max/min - 1"], align="lllrll"), file=out)
 
 
 def _print_geomeans(results, configs, out, base: str = "goto") -> None:

@@ -88,39 +88,6 @@ def _open(f) -> ResultFile:
 
 # -- statistics --------------------------------------------------------------------
 
-def _process_median(groups) -> float:
-    """The median with every worker process weighing the same, whatever its
-    number of samples.
-
-    This is the statistic stats' grouped bootstrap resamples (each drawn
-    process contributes equally many samples), so it is the estimate its
-    replicates scatter around.  The pooled median weighs processes by their
-    sample counts: with unequal counts (a resumed run with other --samples)
-    it is another statistic, and it could fall outside its own interval.
-    With equal counts the two are the same number.
-    """
-    arrays = [np.asarray(g, dtype=np.float64).ravel() for g in groups]
-    arrays = [a for a in arrays if a.size]
-    if not arrays:
-        raise ValueError("no samples")
-    values = np.concatenate(arrays)
-    weights = np.concatenate([np.full(a.size, 1.0 / a.size) for a in arrays])
-    order = np.argsort(values, kind="stable")
-    values, cum = values[order], np.cumsum(weights[order])
-    half = cum[-1] / 2.0
-    i = int(np.searchsorted(cum, half * (1.0 - 1e-12)))
-    # exactly half the weight at or below values[i]: the midpoint, as np.median
-    # does for an even count
-    if abs(cum[i] - half) <= 1e-9 * cum[-1] and i + 1 < values.size:
-        return float((values[i] + values[i + 1]) / 2.0)
-    return float(values[i])
-
-
-def _median_estimate(groups, n_boot: int, rng, alpha: float) -> stats.Estimate:
-    return stats.estimate(_process_median(groups),
-                          stats.replicates(groups, np.median, n_boot, rng), alpha)
-
-
 def _contain(e: stats.Estimate) -> tuple[stats.Estimate, bool]:
     """e with its interval stretched to reach its value, and whether it had to be.
 
@@ -143,8 +110,8 @@ def _rng(seed: int, name: str) -> np.random.Generator:
 def _ratio_row(name: str, unit: str, a, b, scale: float, n_boot: int, alpha: float,
                seed: int, threshold: float) -> tuple[RatioRow, stats.Estimate]:
     rng = _rng(seed, name)
-    ea = _median_estimate(a, n_boot, rng, alpha)
-    eb = _median_estimate(b, n_boot, rng, alpha)   # drawn after A's: independent
+    ea = stats.median_estimate(a, n_boot, rng, alpha)
+    eb = stats.median_estimate(b, n_boot, rng, alpha)   # drawn after A's: independent
     ratio, stretched = _contain(stats.ratio_of(eb, ea, alpha))
     row = RatioRow(name, unit, ea.value / scale, eb.value / scale, ratio.value, ratio.lo,
                    ratio.hi, stats.verdict(ratio.value, ratio.lo, ratio.hi, threshold), stretched)
@@ -287,7 +254,7 @@ def _slope_row(sweep: _Sweep, points: dict, n_boot: int, alpha: float, seed: int
     slopes = []
     for side in (1, 2):
         per_iteration = [[np.asarray(g, dtype=np.float64) / n for g in p[side]] for p in pairs]
-        est = [_median_estimate(g, n_boot, rng, alpha) for g in per_iteration]
+        est = [stats.median_estimate(g, n_boot, rng, alpha) for g in per_iteration]
         slopes.append(stats.slope_estimate(xs, est, alpha))
     sa, sb = slopes
     diff, s_diff = _contain(stats.difference(sb, sa, alpha))

@@ -1,6 +1,7 @@
 """The one place that computes benchmark statistics: medians, bootstrap intervals,
 ratios, differences and least-squares slopes (numpy only, deterministic per seed).
-Samples given one array per worker process are resampled by process, then within it.
+Samples given one array per worker process are resampled by process, then within it;
+point estimates weigh every process the same, as that resampling does.
 """
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 __all__ = [
-    "median", "bootstrap_ci", "ratio_ci", "verdict", "geometric_mean_ratio",
-    "Summary", "summarize", "replicates", "Estimate", "estimate", "median_estimate",
-    "difference", "ratio_of", "slope", "slope_estimate", "steps", "fit_band",
+    "median", "process_median", "bootstrap_ci", "ratio_ci", "verdict",
+    "geometric_mean_ratio", "Summary", "summarize", "replicates", "Estimate", "estimate",
+    "median_estimate", "difference", "ratio_of", "sum_of", "unequal_pairs", "slope",
+    "slope_estimate", "steps", "fit_band",
 ]
 
 Stat = Callable[..., np.ndarray]
@@ -24,8 +26,56 @@ _CHUNK_ELEMENTS = 2_000_000
 
 
 def median(x) -> float:
-    """Median of the samples (pooled if given one array per process)."""
-    return float(np.median(_pooled(x)))
+    """Median of the samples; given one array per process, process_median(x)."""
+    return process_median(x)
+
+
+def process_median(x) -> float:
+    """The median with every worker process weighing the same, whatever its
+    number of samples (flat samples: the plain median).
+
+    This is the statistic the grouped bootstrap resamples (each drawn process
+    contributes equally many samples), so it is the estimate its replicates
+    scatter around.  The pooled median weighs processes by their sample
+    counts: with unequal counts (a resumed run with other --samples) it is
+    another statistic, which can fall outside its own interval.  With equal
+    counts the two are the same number.
+    """
+    kind, data = _prepare(x)
+    if kind == "flat":
+        return float(np.median(data))
+    values = np.concatenate(data)
+    weights = np.concatenate([np.full(a.size, 1.0 / a.size) for a in data])
+    order = np.argsort(values, kind="stable")
+    values, cum = values[order], np.cumsum(weights[order])
+    half = cum[-1] / 2.0
+    i = int(np.searchsorted(cum, half * (1.0 - 1e-12)))
+    # exactly half the weight at or below values[i]: the midpoint, as np.median
+    # does for an even count (and as it does on every process repeated to a
+    # common length, which is what the weights stand for)
+    if abs(cum[i] - half) <= 1e-9 * cum[-1] and i + 1 < values.size:
+        return float((values[i] + values[i + 1]) / 2.0)
+    return float(values[i])
+
+
+def _point(x, stat: Stat) -> float:
+    """stat(x) with every process weighing the same: the estimate that the
+    replicates of _boot_stats(x, stat) belong to."""
+    kind, data = _prepare(x)
+    if kind == "flat":
+        return float(stat(data))
+    sizes = {a.size for a in data}
+    if len(sizes) == 1:
+        return float(stat(np.concatenate(data)))
+    if stat is np.median:
+        return process_median(data)
+    # any other statistic: every process repeated to a common length, i.e.
+    # exactly the equal weights, as long as that length stays affordable
+    common = math.lcm(*sizes)
+    if common * len(data) > _CHUNK_ELEMENTS:
+        raise ValueError("processes of too unequal sizes for this statistic "
+                         "(np.median works for any sizes)")
+    return float(stat(np.concatenate([np.repeat(a, common // a.size) for a in data])))
 
 
 def _pooled(x) -> np.ndarray:
@@ -131,14 +181,16 @@ def _interval(reps: np.ndarray, alpha: float) -> tuple[float, float]:
 
 def bootstrap_ci(x, stat: Stat = np.median, n_boot: int = 2000,
                  alpha: float = 0.05, seed: int = 0) -> tuple[float, float]:
-    """Percentile-bootstrap (1 - alpha) interval of stat(x)."""
+    """Percentile-bootstrap (1 - alpha) interval of stat(x) (with groups: of
+    stat with every process weighing the same, e.g. process_median)."""
     rng = np.random.default_rng(seed)
     return _interval(_boot_stats(x, stat, n_boot, rng), alpha)
 
 
 def ratio_ci(a, b, stat: Stat = np.median, n_boot: int = 2000,
              alpha: float = 0.05, seed: int = 0) -> tuple[float, float, float]:
-    """(stat(a)/stat(b), lo, hi), resampling a and b independently.
+    """(stat(a)/stat(b), lo, hi), resampling a and b independently; each
+    stat with every process weighing the same, as in the resampling.
 
     With a = times of the new variant and b = times of the baseline, a ratio
     below 1 means the new variant is faster.
@@ -149,8 +201,7 @@ def ratio_ci(a, b, stat: Stat = np.median, n_boot: int = 2000,
 
 
 def _ratio_reps(a, b, stat, n_boot, rng):
-    sa = float(stat(_pooled(a)))
-    sb = float(stat(_pooled(b)))
+    sa, sb = _point(a, stat), _point(b, stat)
     if sb == 0.0:
         raise ValueError("statistic of the baseline samples is zero")
     ra = _boot_stats(a, stat, n_boot, rng)
@@ -181,8 +232,9 @@ def geometric_mean_ratio(ratios_with_samples: Iterable, stat: Stat = np.median,
     """Geometric mean over programs of stat(new)/stat(base), with an interval.
 
     ratios_with_samples holds one (new_samples, base_samples) pair per
-    program.  Each bootstrap replicate resamples every program's samples and
-    takes the geometric mean of the resampled ratios.
+    program, each stat weighing processes equally (as in ratio_ci).  Each
+    bootstrap replicate resamples every program's samples and takes the
+    geometric mean of the resampled ratios.
     """
     pairs = list(ratios_with_samples)
     if not pairs:
@@ -205,9 +257,10 @@ def geometric_mean_ratio(ratios_with_samples: Iterable, stat: Stat = np.median,
 @dataclass(frozen=True)
 class Summary:
     n: int
-    median: float
+    median: float             # every process weighing the same, as in its interval
     lo: float                 # bootstrap interval of the median
     hi: float
+    # mean, stdev, min and max describe all samples pooled (they have no interval)
     mean: float
     stdev: float              # sample standard deviation (0 for one sample)
     min: float
@@ -218,9 +271,10 @@ class Summary:
 
 
 def summarize(x, n_boot: int = 2000, alpha: float = 0.05, seed: int = 0) -> Summary:
-    """Summary of the samples (pooled; the interval respects process groups)."""
+    """Summary of the samples: the median and its interval weigh processes
+    equally, the rest describes all samples pooled."""
     pooled = _pooled(x)
-    med = float(np.median(pooled))
+    med = process_median(x)
     lo, hi = bootstrap_ci(x, np.median, n_boot=n_boot, alpha=alpha, seed=seed)
     n = int(pooled.size)
     return Summary(
@@ -271,8 +325,9 @@ def estimate(value: float, reps, alpha: float = 0.05) -> Estimate:
 
 
 def median_estimate(x, n_boot: int = 2000, rng=0, alpha: float = 0.05) -> Estimate:
-    """The median of x with its bootstrap replicates (grouped as in bootstrap_ci)."""
-    return estimate(median(x), replicates(x, np.median, n_boot, rng), alpha)
+    """The median of x (process_median) with its bootstrap replicates (grouped
+    as in bootstrap_ci)."""
+    return estimate(process_median(x), replicates(x, np.median, n_boot, rng), alpha)
 
 
 def difference(a: Estimate, b: Estimate, alpha: float = 0.05) -> Estimate:
@@ -285,6 +340,40 @@ def ratio_of(a: Estimate, b: Estimate, alpha: float = 0.05) -> Estimate:
     with np.errstate(divide="ignore", invalid="ignore"):
         reps = a.reps / b.reps
     return estimate(a.value / b.value if b.value else math.nan, reps, alpha)
+
+
+def sum_of(parts: Sequence[Estimate], alpha: float = 0.05) -> Estimate:
+    """The sum of the parts, replicate by replicate.  A part given twice
+    counts twice with its replicates, fully correlated, as one measurement
+    used twice is."""
+    if not parts:
+        raise ValueError("nothing to sum")
+    return estimate(math.fsum(p.value for p in parts), np.sum([p.reps for p in parts], axis=0),
+                    alpha)
+
+
+def unequal_pairs(points: Sequence[Estimate], alpha: float = 0.05) -> list[tuple[int, int]]:
+    """The pairs (i, j), i < j, of points whose difference is significant:
+    its interval, replicate by replicate, excludes 0.
+
+    Each pair's interval is at the level 1 - alpha / (number of pairs)
+    (Bonferroni), so that points that are all one value come out with some
+    pair unequal in at most a fraction alpha of runs, however many points
+    there are (three points, three pairs at 95% each: up to 15%).  Taking the
+    replicates' differences, not comparing two intervals, keeps the
+    correlation of points that share data (two steps through one middle
+    point).  A difference at the level of rounding counts as none: the
+    replicates of exact samples have intervals of width 0.
+    """
+    points = list(points)
+    pairs = [(i, j) for i in range(len(points)) for j in range(i + 1, len(points))]
+    out = []
+    for i, j in pairs:
+        d = difference(points[i], points[j], alpha / len(pairs))
+        tiny = 1e-9 * max(abs(points[i].value), abs(points[j].value), 1.0)
+        if d.lo > tiny or d.hi < -tiny:
+            out.append((i, j))
+    return out
 
 
 def _slopes(xs, ys: np.ndarray) -> np.ndarray:

@@ -1,14 +1,14 @@
 """`shimlab bench transitions`: what one round trip between interpreter and
-JIT code costs, through the shim and directly.
+JIT code costs per crossing: one slope against round trips per iteration M
+where the steps between neighbouring M agree, the steps themselves where not.
 
 The sweep runs the synthetic programs of synthetic.py: every iteration does
 the same work (J VM instructions in traces, I in the interpreter) split into
 M segments, so M is the number of round trips per iteration and nothing
-else changes.  The cost of one round trip is the slope of cycles (TSC) and
-of instructions (callgrind, exact) per iteration against M, for each mode.
-Beside it, in the same run: one interpreter dispatch (the slope of a purely
-interpreted loop against its length) and the machine-code floors of
-floors.py.
+else changes.  Beside it, in the same run: one interpreter dispatch (the
+slope of a purely interpreted loop against its length) and the machine-code
+floors of floors.py; a negative cost, or one below its crossing's floor, is
+reported as an anomaly.
 """
 from __future__ import annotations
 
@@ -67,7 +67,6 @@ def analyze(results: ResultFile, size: dict, cc: str, modes=MODES,
     # one Generator for every median: their replicates must be independent of
     # each other for slopes and ratios of them to carry the right uncertainty
     rng = np.random.default_rng(0)
-    n = size["n"]
     out = {"modes": {}, "floors": {}, "size": {k: v for k, v in size.items() if k != "runs"}}
     out["dispatch"], out["dispatch_instructions"] = _dispatch(results, size, cc, n_boot, rng)
     for mode in modes:
@@ -80,6 +79,11 @@ def analyze(results: ResultFile, size: dict, cc: str, modes=MODES,
         g = [np.asarray(x, float) / floors.elements_per_sample()
              for x in results.get(f"transitions/floor:{f}/jit-direct/{cc}").cycles_groups()]
         out["floors"][f] = stats.median_estimate(g, n_boot, rng)
+    for mode, r in out["modes"].items():
+        parts = floor_parts(mode)
+        r["floor_parts"] = [{"floor": f, "where": where} for f, where in parts]
+        r["floor"] = stats.sum_of([out["floors"][f] for f, _ in parts])
+    out["anomalies"] = _anomalies(out)
     return out
 
 
@@ -107,99 +111,225 @@ def _mode(results: ResultFile, size: dict, cc: str, mode: str, dispatch: stats.E
     keys = [f"transitions/{spec(m, size)}/{mode}/{cc}" for m in ms]
     points = [stats.median_estimate(_per_iteration(results, k, n), n_boot, rng) for k in keys]
     slope = stats.slope_estimate(ms, points)
+    steps = stats.steps(ms, points)
+    unequal = stats.unequal_pairs(steps)
+    pairs = _pairs(ms)
     ins = _instructions(results, keys)
     return {"per_iteration": [p.value for p in points], "round_trip": slope,
-            # each M's median with its replicates: for marginal costs between
-            # consecutive M and error bars
+            # each M's median with its replicates: for error bars and fits
             "per_iteration_ci": points,
+            # the cost of each added round trip between neighbouring M; the
+            # slope is the round trip's cost only where these agree
+            "steps": steps, "linear": not unequal,
+            "unequal_steps": [(pairs[i], pairs[j]) for i, j in unequal],
             "instructions": _instruction_slope(ms, ins, n),
             "instructions_per_iteration": [None if i is None else i / n for i in ins],
             "dispatches": stats.ratio_of(slope, dispatch)}
+
+
+def floor_parts(mode: str) -> list[tuple[str, str]]:
+    """The floors (floors.FLOORS) one round trip of `mode` must cost at least,
+    each with the part of the crossing it stands for; their sum is the floor.
+
+    A round trip adds to an iteration what the program with one round trip
+    fewer does not run.  Every interpreted instruction is reached by one
+    dispatch either way (from the handler before it, or from an exit), and
+    the trace runs the same stencils, so what is added is the entry's jump
+    into the trace, unless that is the interpreter's own dispatch, and the
+    exit's jump back:
+      entry  ENTER_JIT (jit-direct, jit-direct-handler) or a copy of it
+             (jit-direct-sites) jumps to the trace through a pointer: an
+             indirect jump.  jit-table adds none: a handler's own dispatch
+             lands in the trace.  jit-shim calls the shim, which saves and
+             restores five registers around a second call, into the trace,
+             and returns: at least a call saving six registers, since the
+             second call and return cost more than a sixth push and pop
+             (clang 19's ENTER_JIT pushes rbp besides).
+      exit   a jump through the dispatch table (indirect), or, with
+             jit-direct-handler, a direct jump to the handler (its far
+             variant, an indirect jump to one target, costs more); the
+             shim's trace returns, and ENTER_JIT dispatches through the table.
+    A jump the floors time at its cheapest (predicted, each to the next
+    instruction) can only cost more in a crossing, unless the out-of-order
+    core hides it behind other work, which these programs leave little of
+    (LOAD_INT/POP, no dependency chain): a cost below the floor means the
+    measurement, or this account of the crossing, is wrong somewhere.
+    Read from the mode's record in modes.py, so a new crossing gets its floor.
+    """
+    m = mode_registry.get(mode)
+    if m.exit_stencil == "exit:shim":
+        return [("call-save6", "the call into the shim, its saves and restores"),
+                ("indirect", "ENTER_JIT's dispatch through the table after the shim returns")]
+    parts = []
+    if not m.trace_table:
+        parts.append(("indirect", "ENTER_JIT's jump into the trace"))
+    elif m.entry_copies:
+        parts.append(("indirect", "the ENTER_JIT copy's jump into the trace"))
+    if m.exits_to_handler == "all":
+        parts.append(("jump", "the exit's jump to the handler"))
+    else:
+        parts.append(("indirect", "the exit's jump through the table"))
+    return parts
+
+
+def _anomalies(a: dict) -> list[str]:
+    """What no crossing can cost: a step whose interval lies below 0, and a
+    round trip (a step, where the mode is not linear) whose difference from
+    its floor has an interval below 0.  The floor is measured too, so the
+    difference, replicate by replicate, carries both uncertainties.  A
+    negative step is not listed again as below its floor."""
+    out = []
+    for mode, r in a["modes"].items():
+        named = [(f"the step M {x0}->{x1}", e)
+                 for (x0, x1), e in zip(_pairs(a["size"]["ms"]), r["steps"])]
+        negative = set()
+        for name, e in named:
+            if e.hi < 0:
+                negative.add(name)
+                out.append(f"{mode}: negative cost: {name} is {e.fmt(1)} cycles per added round "
+                           "trip (interval below 0)")
+        floor = r["floor"]
+        checked = [("one round trip", r["round_trip"])] if r["linear"] else named
+        for name, e in checked:
+            d = stats.difference(e, floor)
+            if name not in negative and d.hi < 0:
+                out.append(f"{mode}: below its floor: {name} is {e.fmt(1)} cycles, under "
+                           f"{floor.fmt(2)} ({_floor_text(r['floor_parts'])}); "
+                           f"difference {d.fmt(1)}")
+    return out
+
+
+def _pairs(ms) -> list[tuple[int, int]]:
+    return list(zip(ms, ms[1:]))
+
+
+def _floor_text(parts: list[dict]) -> str:
+    return " + ".join(f"{p['floor']}: {p['where']}" for p in parts)
+
+
+def _floor_short(parts: list[dict]) -> str:
+    names = [p["floor"] for p in parts]
+    return " + ".join(f"{names.count(f)} x {f}" if names.count(f) > 1 else f
+                      for f in dict.fromkeys(names))
 
 
 # -- report ------------------------------------------------------------------------
 
 FLOOR_TEXT = {"jump": "a direct jump", "indirect": "a predicted indirect jump (table)",
               "call-ret": "a call/ret pair", "call-save6": "a call saving 6 callee-saved regs"}
+NOT_LINEAR = "not linear: see steps"
 
 
 def report(a: dict, out=None) -> None:
     out = out or sys.stdout
     disp = a["dispatch"]
+    direct = a["modes"].get("jit-direct")
     rows = []
     for mode, r in a["modes"].items():
-        vs = r.get("vs_direct")
-        rows.append((mode, r["round_trip"].fmt(1),
+        # a ratio of slopes means something only where both are one cost
+        vs = r.get("vs_direct") if r["linear"] and direct and direct["linear"] else None
+        rows.append((mode, r["round_trip"].fmt(1) if r["linear"] else NOT_LINEAR,
+                     f"{r['floor'].value:.2f} ({_floor_short(r['floor_parts'])})",
                      "-" if r["instructions"] is None else f"{r['instructions']:.1f}",
-                     r["dispatches"].fmt(2), "-" if vs is None else vs.fmt(2)))
-    print(table(rows, ["mode", "cycles/round trip [95% CI]", "instructions/round trip",
-                       "dispatches/round trip", "ratio to jit-direct"], align="lllll"), file=out)
+                     r["dispatches"].fmt(2) if r["linear"] else "-",
+                     "-" if vs is None else vs.fmt(2)))
+    print(table(rows, ["mode", "cycles/round trip [95% CI]", "floor (cycles)",
+                       "instructions/round trip", "dispatches/round trip",
+                       "ratio to jit-direct"], align="llllll"), file=out)
     s = a["size"]
     print(f"round trip = the slope of cost per loop iteration against round trips per "
           f"iteration (M = {', '.join(map(str, s['ms']))}) at constant work: every program runs "
           f"{s['j']} VM instructions in traces and {s['i']} + 7 in the interpreter per "
-          f"iteration; only M differs (matched: same VM instructions, tested). One dispatch = "
-          f"{disp.fmt(2)} cycles"
+          f"iteration; only M differs (matched: same VM instructions, tested). Given only where "
+          f"the steps below agree. One dispatch = {disp.fmt(2)} cycles"
           + ("" if a.get("dispatch_instructions") is None
              else f", {a['dispatch_instructions']:.1f} instructions")
-          + " (an interpreted LOAD_INT or POP in the same build, by the same slope method).",
+          + " (an interpreted LOAD_INT or POP in the same build, by the same slope method). "
+          "Floor: the sum of the floors below that the crossing's added jumps must cost at least.",
           file=out)
+    pairs = _pairs(s["ms"])
     steps = []
     for mode, r in a["modes"].items():
-        y, ms = r["per_iteration"], s["ms"]
-        steps.append((mode, *(f"{stats.slope(ms[k:k + 2], y[k:k + 2]):.1f}"
-                              for k in range(len(ms) - 1))))
-    print("\ncycles per round trip between consecutive M (a straight line has equal steps):",
-          file=out)
-    print(table(steps, ["mode"] + [f"M {s['ms'][k]}->{s['ms'][k + 1]}"
-                                   for k in range(len(s["ms"]) - 1)]), file=out)
-    frows = [(FLOOR_TEXT[f], e.fmt(2), floors.INSTRUCTIONS[f]) for f, e in a["floors"].items()]
+        linear = "yes" if r["linear"] else "no: " + ", ".join(
+            f"{p[0]}->{p[1]} vs {q[0]}->{q[1]}" for p, q in r["unequal_steps"])
+        steps.append((mode, *(e.fmt(1) for e in r["steps"]), linear))
+    n_pairs = len(pairs) * (len(pairs) - 1) // 2
+    level = (f"; each of the {n_pairs} pairs' differences at {100 * (1 - 0.05 / n_pairs):.3g}%, "
+             "so that a straight line passes them all at 95%" if n_pairs > 1 else "")
+    print(f"\ncycles per added round trip between neighbouring M [95% CI] (linear: no two steps "
+          f"differ{level}):", file=out)
+    print(table(steps, ["mode"] + [f"M {x0}->{x1}" for x0, x1 in pairs] + ["linear"],
+                align="l" * (len(pairs) + 2)), file=out)
+    frows = [(f, FLOOR_TEXT[f], e.fmt(2), floors.INSTRUCTIONS[f]) for f, e in a["floors"].items()]
     print("\nfloors, measured the same way in the same run:", file=out)
-    print(table(frows, ["floor", "cycles [95% CI]", "instructions"], align="llr"), file=out)
+    print(table(frows, ["floor", "what it times", "cycles [95% CI]", "instructions"],
+                align="lllr"), file=out)
+    print("\n" + anomalies_text(a), file=out)
     print("\n" + reading(a), file=out)
+
+
+def anomalies_text(a: dict) -> str:
+    if not a["anomalies"]:
+        return "anomalies: none"
+    return "\n".join(["anomalies:", *(f"  - {x}" for x in a["anomalies"])])
 
 
 def reading(a: dict) -> str:
     m = a["modes"]
     parts = []
     if {"jit-shim", "jit-direct"} <= set(m):
-        shim, direct = m["jit-shim"]["round_trip"], m["jit-direct"]["round_trip"]
-        diff = stats.difference(shim, direct)
-        lo, hi = diff.lo, diff.hi
-        save6 = a["floors"]["call-save6"].value
-        if lo > 0:
-            parts.append(f"A round trip through the shim costs {shim.value:.1f} cycles, "
-                         f"{diff.value:.1f} [{lo:.1f}, {hi:.1f}] more than a direct "
-                         f"one ({direct.value:.1f}); the floor for what the shim adds, a call that "
-                         f"saves and restores six registers, is {save6:.1f} cycles.")
+        shim_r, direct_r = m["jit-shim"], m["jit-direct"]
+        shim, direct = shim_r["round_trip"], direct_r["round_trip"]
+        if shim_r["linear"] and direct_r["linear"]:
+            diff = stats.difference(shim, direct)
+            lo, hi = diff.lo, diff.hi
+            save6 = a["floors"]["call-save6"].value
+            if lo > 0:
+                parts.append(f"A round trip through the shim costs {shim.value:.1f} cycles, "
+                             f"{diff.value:.1f} [{lo:.1f}, {hi:.1f}] more than a direct "
+                             f"one ({direct.value:.1f}); the floor for what the shim adds, a call "
+                             f"that saves and restores six registers, is {save6:.1f} cycles.")
+            else:
+                parts.append(f"The shim's round trip ({shim.value:.1f} cycles) and the direct "
+                             f"one ({direct.value:.1f}) do not differ significantly in this run "
+                             f"(difference interval [{lo:.1f}, {hi:.1f}]): run a larger sweep.")
         else:
-            parts.append(f"The shim's round trip ({shim.value:.1f} cycles) and the direct one "
-                         f"({direct.value:.1f}) do not differ significantly in this run "
-                         f"(difference interval [{lo:.1f}, {hi:.1f}]): run a larger sweep.")
-        if m["jit-shim"]["instructions"] is not None and m["jit-direct"]["instructions"] is not None:
-            parts.append(f"In instructions (exact): {m['jit-shim']['instructions']:.0f} against "
-                         f"{m['jit-direct']['instructions']:.0f}.")
-        d = m["jit-direct"]["dispatches"]
-        parts.append(f"A direct round trip costs {d.value:.2f} [{d.lo:.2f}, {d.hi:.2f}] "
-                     f"interpreter dispatches, the shim {m['jit-shim']['dispatches'].value:.2f} "
-                     "(CPython's JIT aims at two or three for entry plus exit).")
-    if "jit-direct-handler" in m and "jit-direct" in m:
+            which = " and ".join(x for x in ("jit-shim", "jit-direct") if not m[x]["linear"])
+            parts.append(f"The shim's and the direct round trip are not one number each in this "
+                         f"run ({which} not linear in M): compare them step by step.")
+        if shim_r["instructions"] is not None and direct_r["instructions"] is not None:
+            parts.append(f"In instructions (exact): {shim_r['instructions']:.0f} against "
+                         f"{direct_r['instructions']:.0f}.")
+        if direct_r["linear"]:
+            d = direct_r["dispatches"]
+            shim_d = (f", the shim {shim_r['dispatches'].value:.2f}" if shim_r["linear"] else "")
+            parts.append(f"A direct round trip costs {d.value:.2f} [{d.lo:.2f}, {d.hi:.2f}] "
+                         f"interpreter dispatches{shim_d} "
+                         "(CPython's JIT aims at two or three for entry plus exit).")
+    if "jit-direct-handler" in m and "jit-direct" in m and all(
+            m[x]["linear"] for x in ("jit-direct-handler", "jit-direct")):
         vs = m["jit-direct-handler"]["vs_direct"]
         sig = ("not significant" if stats.verdict(vs.value, vs.lo, vs.hi) == "not significant"
                else "significant")
         parts.append(f"Exiting straight to the handler instead of through the table: ratio "
                      f"{vs.fmt(2)} to jit-direct ({sig}).")
-    if "jit-table" in m and "jit-direct" in m:
+    if "jit-table" in m and "jit-direct" in m and m["jit-table"]["linear"]:
         t = m["jit-table"]
         parts.append(f"Dispatching straight into the trace from the interpreter's table "
                      f"(jit-table, no ENTER_JIT handler, one indirect jump per round trip "
                      f"instead of two): {t['round_trip'].value:.1f} cycles, "
                      f"{t['dispatches'].value:.2f} [{t['dispatches'].lo:.2f}, "
                      f"{t['dispatches'].hi:.2f}] dispatches.")
+    nonlinear = [mode for mode, r in m.items() if not r["linear"]]
+    if nonlinear:
+        parts.append(f"Not one cost per round trip at every density of crossings (see the steps): "
+                     f"{', '.join(nonlinear)}.")
     return " ".join(parts)
 
 
 def to_json(a: dict) -> dict:
+    """The analysis as JSON: every Estimate as {"value", "ci95"}, each mode's
+    steps as {"m": [a, b], "value", "ci95"}."""
     def enc(v):
         if isinstance(v, stats.Estimate):
             return {"value": v.value, "ci95": [v.lo, v.hi]}
@@ -208,7 +338,11 @@ def to_json(a: dict) -> dict:
         if isinstance(v, (list, tuple)):
             return [enc(x) for x in v]
         return v
-    return enc(a)
+    out = enc(a)
+    pairs = _pairs(a["size"]["ms"])
+    for r in out["modes"].values():
+        r["steps"] = [{"m": list(p), **e} for p, e in zip(pairs, r["steps"])]
+    return out
 
 
 def plot(a: dict, prefix: Path) -> list[Path]:
@@ -220,7 +354,8 @@ def plot(a: dict, prefix: Path) -> list[Path]:
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     for mode, r in a["modes"].items():
         y = np.asarray(r["per_iteration"])
-        ax1.plot(ms, y, "o-", label=f"{mode}: {r['round_trip'].value:.1f} cyc/round trip")
+        ax1.plot(ms, y, "o-", label=f"{mode}: {r['round_trip'].value:.1f} cyc/round trip"
+                 if r["linear"] else f"{mode}: {NOT_LINEAR}")
         stretch = s["j"] / ms
         per_crossing = y / ms
         ax2.plot(stretch, per_crossing, "o-", label=mode)
