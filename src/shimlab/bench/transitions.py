@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import modes as mode_registry
 from .. import toolchain
-from . import floors, harness, stats, synthetic
+from . import floors, harness, stats
 from .results import ResultFile, results_path
 from .table import table
 
