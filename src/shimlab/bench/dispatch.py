@@ -205,12 +205,8 @@ def main(args) -> int:
             f"+-{100 * opts.target_ci:g}%)" if opts.target_ci else "")
     print(f"{len(configs)} configurations x {opts.processes} worker processes{more} x "
           f"{opts.samples} samples, pinned to CPU {cpu}", file=sys.stderr)
-    outcome = harness.measure(configs, results, opts)
-    for key, why in outcome.failures.items():
-        print(f"shimlab: {key}: {why}", file=sys.stderr)
+    outcome = harness.measure_and_tell(configs, results, opts, resume_hint=True)
     if outcome.interrupted:
-        print(f"shimlab: interrupted; finished runs are in {path}; continue with "
-              f"--resume {path}", file=sys.stderr)
         return 130
     if not len(results):
         print("shimlab: no configuration finished; no results file written", file=sys.stderr)

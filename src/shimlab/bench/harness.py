@@ -11,6 +11,7 @@ import io
 import os
 import random
 import subprocess
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -158,6 +159,20 @@ def vm_instruction_count(config: Config, timeout: float | None = None) -> int:
     if result.status:
         raise RunError(reference.describe_error(program, result))
     return result.instructions
+
+
+def measure_and_tell(configs: list[Config], results: ResultFile, opts: Options,
+                     resume_hint: bool = False) -> Outcome:
+    """measure(), then one line on stderr per failed configuration and, when
+    interrupted, where the finished runs are (what every suite's CLI prints)."""
+    outcome = measure(configs, results, opts)
+    for key, why in outcome.failures.items():
+        print(f"shimlab: {key}: {why}", file=sys.stderr)
+    if outcome.interrupted:
+        hint = f"; continue with --resume {results.path}" if resume_hint else ""
+        print(f"shimlab: interrupted; finished runs are in {results.path}{hint}",
+              file=sys.stderr)
+    return outcome
 
 
 def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcome:

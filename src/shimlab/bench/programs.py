@@ -4,7 +4,6 @@ mostly do not, so they cross often: this shows how much of a crossing's cost
 survives in a real program.  Ratios are time against `tailcall`."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from .. import modes as mode_registry
@@ -67,9 +66,7 @@ def main(args) -> int:
                            samples=args.samples or (10 if args.quick else 5), cpu=args.cpu)
     path = results_path(args.output, "programs")
     results = ResultFile.open(path)
-    outcome = harness.measure(configs, results, opts)
-    for key, why in outcome.failures.items():
-        print(f"shimlab: {key}: {why}", file=sys.stderr)
+    outcome = harness.measure_and_tell(configs, results, opts)
     if outcome.interrupted:
         return 130
     rows = []

@@ -393,11 +393,8 @@ def main(args) -> int:
     results = ResultFile.open(path)
     print(f"{len(configs)} configurations x {opts.processes} worker processes x "
           f"{opts.samples} samples ({cc})", file=sys.stderr)
-    outcome = harness.measure(configs, results, opts)
-    for key, why in outcome.failures.items():
-        print(f"shimlab: {key}: {why}", file=sys.stderr)
+    outcome = harness.measure_and_tell(configs, results, opts)
     if outcome.interrupted:
-        print(f"shimlab: interrupted; finished runs are in {path}", file=sys.stderr)
         return 130
     if outcome.failures:
         return 1
