@@ -61,7 +61,7 @@ ccs = nb.compilers(wanted=("clang-19",), mode="jit-direct") or nb.compilers(mode
 if not ccs:
     sys.exit("no compiler here builds the JIT modes (they need preserve_none: apt-get install clang-19)")
 CC = ccs[0].name
-OPTS = harness.Options(processes=3 if QUICK else 8, warmup=1, samples=8 if QUICK else 20,
+OPTS = harness.Options(processes=2 if QUICK else 8, warmup=1, samples=5 if QUICK else 20,
                        quiet=True)
 print(f"quick={QUICK}; {CC}; M = {MS}; entry sites K = {KS} at M = {MS[-1]}")
 
@@ -184,8 +184,8 @@ ax2.set_ylabel("cycles per iteration")
 ax2.set_title(f"M = {MS[-1]}: the same traces, K entry jumps", loc="left", fontsize="small")
 fig.tight_layout()
 nb.save_figure(fig, OUT, NAME)
-nb.save_json({"compiler": CC, "ms": list(MS), "steps": curve,
+nb.save_json({"quick": QUICK, "compiler": CC, "ms": list(MS), "steps": curve,
               "sites": [{"k": k, "value": e.value, "ci95": [e.lo, e.hi]}
                         for k, e in zip(KS, k_est)],
               "saved_per_round_trip": {"value": saved.value, "ci95": [saved.lo, saved.hi]},
-              "finding": finding}, OUT)
+              "findings": lines}, OUT)
