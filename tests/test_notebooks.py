@@ -240,4 +240,4 @@ def test_crossing_density_separates_entry_jumps_from_traces(outputs):
     assert [s["k"] for s in results["sites"]] == [k for k in (1, 2, 4, 8, 16, 32) if k <= ms[-1]]
     saved = results["saved_per_round_trip"]
     assert saved["ci95"][0] <= saved["value"] <= saved["ci95"][1]
-    assert any(f"{saved['value']:.2f}" in line for line in results["findings"])
+    assert any(f"{abs(saved['value']):.2f}" in line for line in results["findings"])
