@@ -116,7 +116,7 @@ class _Results:
             for m, y in zip(SWEEP["ms"], ys):
                 self._add(f"transitions/{transitions.spec(m, SWEEP)}/{mode}/{CC}",
                           n * y, n * (1000 + ROUND_TRIP_INSTRUCTIONS[mode] * m))
-        for k in SWEEP["ks"]:
+        for k in transitions.interp_ks(SWEEP):
             self._add(f"transitions/{transitions.interp_spec(k, SWEEP)}/jit-direct/{CC}",
                       n * (50 + DISPATCH * k), n * (30 + DISPATCH_INSTRUCTIONS * k))
         for f, c in FLOOR.items():
@@ -382,3 +382,29 @@ def test_programs_bench_runs_and_reports_ratios(tmp_path, capsys):
         assert r["cycles_per_instr"] == pytest.approx(med / n, rel=1e-12)
         assert r["vs_tailcall"] == pytest.approx(
             med / np.median(np.concatenate(base.cycles_groups())), rel=1e-12)
+
+
+def test_interpreted_stretches_whose_cost_jumps_are_an_anomaly():
+    """The sweep's programs run their interpreted work in stretches of i/M
+    instructions; where one more such instruction costs far more at one
+    length than at another (a predictor that loses longer runs), the report
+    says the programs are not matched, in the text and the JSON."""
+    fake = _Results(noise=0.002, seed=7)
+    ks = transitions.stretch_ks(SWEEP)
+    assert len(ks) >= 3
+    # a jump of 40 cycles between the two longest stretches, linear elsewhere
+    for k in ks:
+        cost = 50 + DISPATCH * k + (40 if k == ks[-1] else 0)
+        fake._add(f"transitions/{transitions.interp_spec(k, SWEEP)}/jit-direct/{CC}",
+                  SWEEP["n"] * cost, None)
+    a = transitions.analyze(fake, SWEEP, CC, tuple(ROUND_TRIP), n_boot=300)
+    assert not a["stretches"]["linear"]
+    text = _report(a)
+    assert "not matched in how the interpreter runs them" in text
+    j = _json(a)
+    assert any("not matched" in x for x in j["anomalies"])
+    assert [s["k"] for s in j["stretches"]["steps"]] == [list(p) for p in zip(ks, ks[1:])]
+    clean = transitions.analyze(_Results(noise=0.002, seed=7), SWEEP, CC, tuple(ROUND_TRIP),
+                                n_boot=300)
+    assert clean["stretches"]["linear"]
+    assert not any("not matched" in x for x in clean["anomalies"])

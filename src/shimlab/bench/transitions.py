@@ -47,11 +47,23 @@ def interp_spec(k: int, size: dict) -> str:
     return f"interp:k={k},n={size['n']}"
 
 
+def stretch_ks(size: dict) -> list[int]:
+    """The length of each M's interpreted stretches (i/M instructions), shortest first."""
+    return sorted({size["i"] // m for m in size["ms"]})
+
+
+def interp_ks(size: dict) -> list[int]:
+    """Every interpreted loop the sweep measures: the dispatch's two lengths
+    and each M's stretch length (the check that the programs are matched in
+    how the interpreter runs, not only in what it runs)."""
+    return sorted(set(size["ks"]) | set(stretch_ks(size)))
+
+
 def configs_for(size: dict, cc: str, modes=MODES) -> list[harness.Config]:
     out = [harness.Config("transitions", spec(m, size), mode, cc)
            for mode in modes for m in size["ms"]]
     out += [harness.Config("transitions", interp_spec(k, size), "jit-direct", cc)
-            for k in size["ks"]]
+            for k in interp_ks(size)]
     out += [harness.Config("transitions", f"floor:{f}", "jit-direct", cc) for f in floors.FLOORS]
     return out
 
@@ -69,6 +81,7 @@ def analyze(results: ResultFile, size: dict, cc: str, modes=MODES,
     rng = np.random.default_rng(0)
     out = {"modes": {}, "floors": {}, "size": {k: v for k, v in size.items() if k != "runs"}}
     out["dispatch"], out["dispatch_instructions"] = _dispatch(results, size, cc, n_boot, rng)
+    out["stretches"] = _stretches(results, size, cc, n_boot, rng)
     for mode in modes:
         out["modes"][mode] = _mode(results, size, cc, mode, out["dispatch"], n_boot, rng)
     if "jit-direct" in out["modes"]:
@@ -95,6 +108,25 @@ def _dispatch(results: ResultFile, size: dict, cc: str, n_boot: int, rng):
     points = [stats.median_estimate(_per_iteration(results, key, n), n_boot, rng)
               for key in keys]
     return stats.slope_estimate(ks, points), _instruction_slope(ks, _instructions(results, keys), n)
+
+
+def _stretches(results: ResultFile, size: dict, cc: str, n_boot: int, rng) -> dict:
+    """The interpreter alone over each M's stretch length: one more interpreted
+    instruction should cost one dispatch whatever the length.  Where it does
+    not (a branch predictor that follows short runs of the same handlers and
+    loses longer ones), programs with different M run their interpreted
+    stretches differently, and the steps between those M measure that."""
+    ks = stretch_ks(size)
+    if len(ks) < 2:
+        return {"ks": ks, "steps": [], "linear": True, "unequal_steps": []}
+    points = [stats.median_estimate(_per_iteration(
+        results, f"transitions/{interp_spec(k, size)}/jit-direct/{cc}", size["n"]), n_boot, rng)
+        for k in ks]
+    steps = stats.steps(ks, points)
+    unequal = stats.unequal_pairs(steps)
+    pairs = _pairs(ks)
+    return {"ks": ks, "steps": steps, "linear": not unequal,
+            "unequal_steps": [(pairs[i], pairs[j]) for i, j in unequal]}
 
 
 def _instructions(results: ResultFile, keys: list[str]) -> list[int | None]:
@@ -196,6 +228,14 @@ def _anomalies(a: dict) -> list[str]:
                 out.append(f"{mode}: below its floor: {name} is {e.fmt(1)} cycles, under "
                            f"{floor.fmt(2)} ({_floor_text(r['floor_parts'])}); "
                            f"difference {d.fmt(1)}")
+    st = a.get("stretches")
+    if st and not st["linear"]:
+        i = a["size"]["i"]
+        steps = ", ".join(f"{e.fmt(1)} from k {k0} to {k1} (M {i // k1} to {i // k0})"
+                          for (k0, k1), e in zip(_pairs(st["ks"]), st["steps"]))
+        out.append("the programs are not matched in how the interpreter runs them: one more "
+                   f"instruction in an interpreted stretch of k instructions costs {steps} "
+                   "cycles; the steps between those M measure that, not only the crossing")
     return out
 
 
@@ -264,6 +304,15 @@ def report(a: dict, out=None) -> None:
     print("\nfloors, measured the same way in the same run:", file=out)
     print(table(frows, ["floor", "what it times", "cycles [95% CI]", "instructions"],
                 align="lllr"), file=out)
+    st = a.get("stretches")
+    if st and st["steps"]:
+        i = s["i"]
+        srows = [(f"{k0} -> {k1}", f"{i // k1} -> {i // k0}", e.fmt(2))
+                 for (k0, k1), e in zip(_pairs(st["ks"]), st["steps"])]
+        print("\nthe interpreter alone over each M's interpreted stretch length k = i/M: cycles "
+              "per added interpreted instruction (one dispatch each, if the programs are "
+              "matched):", file=out)
+        print(table(srows, ["k", "M", "cycles [95% CI]"], align="lll"), file=out)
     print("\n" + anomalies_text(a), file=out)
     print("\n" + reading(a), file=out)
 
@@ -342,6 +391,9 @@ def to_json(a: dict) -> dict:
     pairs = _pairs(a["size"]["ms"])
     for r in out["modes"].values():
         r["steps"] = [{"m": list(p), **e} for p, e in zip(pairs, r["steps"])]
+    st = out.get("stretches")
+    if st:
+        st["steps"] = [{"k": list(p), **e} for p, e in zip(_pairs(st["ks"]), st["steps"])]
     return out
 
 
