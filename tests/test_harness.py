@@ -122,6 +122,11 @@ def test_bench_dispatch_tiny_is_well_formed(tmp_path):
     r = subprocess.run([sys.executable, "-m", "shimlab.cli", "bench", "dispatch",
                         "--workload", TINY, "--cc", cc, "--processes", "1",
                         "--mode", "switch", "--mode", "goto", "--mode", "goto-merged",
+                        # the table's form is the point here; tests/test_layouts.py
+                        # covers code layouts (three builds each would triple the time)
+                        "--code-layout", "fixed",
+                        # --quick: no target interval, so 1 process is 1 process
+                        "--quick",
                         "--samples", "3", "--warmup", "0", "-o", str(out), "--plot"],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
