@@ -50,13 +50,14 @@ def compilers_section(compilers) -> list[str]:
 def default_section() -> tuple[list[str], list[str]]:
     """Lines for the default compiler per mode, and the packages that would fix a gap."""
     lines, fixes = [], []
+    width = max(map(len, modes.NAMES))
     for mode in modes.NAMES:
         need = modes.get(mode).features
         try:
             cc = toolchain.default_compiler(need)
-            lines.append(f"  {mode:<12} {cc.name}")
+            lines.append(f"  {mode:<{width}} {cc.name}")
         except ToolchainError as e:
-            lines.append(f"  {mode:<12} NONE: {e}")
+            lines.append(f"  {mode:<{width}} NONE: {e}")
             # clang-19 builds every mode, whichever one is missing
             if toolchain.PREFERRED not in fixes:
                 fixes.append(toolchain.PREFERRED)
