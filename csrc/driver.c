@@ -1,9 +1,14 @@
 /* The part of every interpreter build that is not dispatch: allocation,
- * reset between runs, a defensive check of the code, output helpers, and the
- * timed entry points (TSC cycles and clock_gettime ns around sl_interpret). */
+ * reset between runs, a defensive check of the code, streaming input and
+ * output, and the timed entry points (TSC cycles and clock_gettime ns around
+ * sl_interpret). */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "vm.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -99,8 +104,8 @@ static int sl_place(sl_vm *vm, uint32_t seed) {
 }
 
 int sl_prepare(sl_vm *vm) {
-    vm->out_cap = 1 << 16;
-    vm->out = malloc((size_t)vm->out_cap);
+    vm->out_size = vm->out_cap = SL_IO_CHUNK;
+    vm->out = malloc((size_t)vm->out_size);
     if (!vm->out) return -1;
     return sl_place(vm, vm->layout_seed);
 }
@@ -108,7 +113,16 @@ int sl_prepare(sl_vm *vm) {
 void sl_release(sl_vm *vm) {
     for (int i = 0; i < 4; i++) { free(vm->alloc_base[i]); vm->alloc_base[i] = NULL; }
     free(vm->out);
-    vm->stack = NULL; vm->frames = NULL; vm->tape = NULL; vm->out = NULL;
+    free(vm->in_buf);
+    vm->stack = NULL; vm->frames = NULL; vm->tape = NULL; vm->out = NULL; vm->in_buf = NULL;
+}
+
+/* What the fast path may fill the output buffer to: all of it, or what is
+ * left of out_max. */
+static void sl_set_out_cap(sl_vm *vm) {
+    vm->out_cap = vm->out_size;
+    if (vm->out_max && vm->out_max - vm->out_total < vm->out_cap)
+        vm->out_cap = vm->out_max - vm->out_total;
 }
 
 /* Back to the state before the first instruction: main's locals zeroed. */
@@ -118,6 +132,10 @@ int sl_reset(sl_vm *vm) {
     memset(vm->stack, 0, sizeof(int64_t) * (size_t)vm->funcs[0].nlocals);
     memset(vm->tape, 0, (size_t)vm->tape_len);
     vm->depth = 0; vm->in_pos = 0; vm->out_len = 0;
+    /* a stream is read once: a new run starts from where the last one stopped */
+    if (vm->in_stream) vm->in_len = 0;
+    vm->in_eof = 0; vm->out_total = 0; vm->io_error = 0; vm->io_errno = 0;
+    sl_set_out_cap(vm);
     vm->ip = vm->code + vm->funcs[0].entry;
     vm->fp = vm->stack; vm->sp = vm->stack + vm->funcs[0].nlocals;
     vm->head = vm->tape;
@@ -125,11 +143,122 @@ int sl_reset(sl_vm *vm) {
     return 0;
 }
 
-int sl_grow_output(sl_vm *vm) {
-    int64_t cap = vm->out_cap * 2;
-    uint8_t *p = realloc(vm->out, (size_t)cap);
-    if (!p) return -1;
-    vm->out = p; vm->out_cap = cap;
+/* ---- streaming I/O ------------------------------------------------------ */
+
+/* An fd someone left non-blocking (a shared terminal or pipe) waits in
+ * poll() instead of failing with EAGAIN. */
+static int sl_wait_fd(int fd, short events) {
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return 0;
+    struct pollfd p = {fd, events, 0};
+    return poll(&p, 1, -1) >= 0 || errno == EINTR;
+}
+
+static int sl_write_all(int fd, const uint8_t *p, int64_t n) {
+    while (n > 0) {
+        ssize_t w = write(fd, p, (size_t)(n < (1 << 30) ? n : (1 << 30)));
+        if (w < 0) {
+            if (errno == EINTR || sl_wait_fd(fd, POLLOUT)) continue;
+            return errno;
+        }
+        p += w; n -= w;
+    }
+    return 0;
+}
+
+/* These signals end a streaming run after writing out what it has buffered
+ * (a timeout is SIGTERM from the parent, Ctrl-C is SIGINT); the handler then
+ * dies of the same signal, so the parent still sees how the run ended. */
+static const int sl_stream_signals[] = {SIGINT, SIGTERM, SIGHUP};
+#define SL_NSTREAM_SIGNALS ((int)(sizeof sl_stream_signals / sizeof sl_stream_signals[0]))
+static sl_vm *volatile sl_signal_vm;
+
+static void sl_stream_sigset(sigset_t *set) {
+    sigemptyset(set);
+    for (int i = 0; i < SL_NSTREAM_SIGNALS; i++) sigaddset(set, sl_stream_signals[i]);
+}
+
+static void sl_on_stream_signal(int sig) {
+    sl_vm *vm = sl_signal_vm;
+    /* a byte being stored while the signal came may be missed: it was not
+     * output yet; sl_flush_output blocks these signals, so no byte twice */
+    if (vm && vm->out_len > 0) sl_write_all(vm->out_fd, vm->out, vm->out_len);
+    signal(sig, SIG_DFL);
+    raise(sig);             /* delivered when the handler returns */
+}
+
+static void sl_stream_begin(sl_vm *vm, struct sigaction *old) {
+    if (!vm->out_stream) return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = sl_on_stream_signal;
+    sl_stream_sigset(&sa.sa_mask);
+    sl_signal_vm = vm;
+    for (int i = 0; i < SL_NSTREAM_SIGNALS; i++) sigaction(sl_stream_signals[i], &sa, &old[i]);
+}
+
+/* out[0..out_len) to out_fd; the stream signals wait meanwhile (their
+ * handler writes the same buffer).  A failed write drops the buffer. */
+static int sl_flush_output(sl_vm *vm) {
+    if (!vm->out_stream || vm->out_len == 0) return 0;
+    sigset_t set, old;
+    sl_stream_sigset(&set);
+    sigprocmask(SIG_BLOCK, &set, &old);
+    int err = sl_write_all(vm->out_fd, vm->out, vm->out_len);
+    vm->out_total += vm->out_len;
+    vm->out_len = 0;
+    sl_set_out_cap(vm);        /* what is left of out_max shrank */
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (err) {
+        vm->io_error = SL_IO_WRITE; vm->io_errno = err;
+        return -1;
+    }
+    return 0;
+}
+
+/* Whenever the interpreter returns, the buffer is written out: a run stopped
+ * by an error, or by the JIT between recordings, holds nothing back. */
+static int sl_stream_end(sl_vm *vm, struct sigaction *old, int status) {
+    if (!vm->out_stream) return status;
+    if (sl_flush_output(vm) && status == SL_OK) status = SL_ERR_OUT_OF_MEMORY;
+    for (int i = 0; i < SL_NSTREAM_SIGNALS; i++) sigaction(sl_stream_signals[i], &old[i], NULL);
+    sl_signal_vm = NULL;
+    return status;
+}
+
+/* Room for n more bytes of output, called when out_len + n > out_cap: the
+ * buffer is written out (streaming) or grown.  -1 stops the run: out of
+ * memory, or io_error set (a failed write, out_max reached). */
+int sl_output_room(sl_vm *vm, int64_t n) {
+    if (sl_flush_output(vm)) return -1;
+    if (vm->out_max && vm->out_total + vm->out_len + n > vm->out_max) {
+        vm->io_error = SL_IO_LIMIT;
+        return -1;
+    }
+    int64_t size = vm->out_size;
+    while (vm->out_len + n > size) size *= 2;
+    if (size != vm->out_size) {
+        uint8_t *p = realloc(vm->out, (size_t)size);
+        if (!p) return -1;
+        vm->out = p; vm->out_size = size;
+    }
+    sl_set_out_cap(vm);
+    return 0;
+}
+
+/* The input ran out: read its next chunk (streaming), or mark its end.  The
+ * cell stays unchanged at the end; -1 (a failed read) stops the run. */
+int sl_refill_input(sl_vm *vm) {
+    if (!vm->in_stream) { vm->in_eof = 1; return 0; }
+    if (!vm->in_buf && !(vm->in_buf = malloc(SL_IO_CHUNK))) return -1;
+    ssize_t r;
+    do r = read(vm->in_fd, vm->in_buf, SL_IO_CHUNK);
+    while (r < 0 && (errno == EINTR || sl_wait_fd(vm->in_fd, POLLIN)));
+    if (r < 0) {
+        vm->io_error = SL_IO_READ; vm->io_errno = errno;
+        return -1;
+    }
+    vm->in = vm->in_buf; vm->in_len = r; vm->in_pos = 0;
+    vm->in_eof = r == 0;
     return 0;
 }
 
@@ -138,8 +267,7 @@ int sl_print_int(sl_vm *vm, int64_t v, int32_t sep) {
     uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
     do { buf[n++] = (char)('0' + u % 10); u /= 10; } while (u);
     if (v < 0) buf[n++] = '-';
-    while (vm->out_len + n + 1 > vm->out_cap)
-        if (sl_grow_output(vm)) return -1;
+    if (vm->out_len + n + 1 > vm->out_cap && sl_output_room(vm, n + 1)) return -1;
     while (n) vm->out[vm->out_len++] = (uint8_t)buf[--n];
     vm->out[vm->out_len++] = (uint8_t)sep;
     return 0;
@@ -148,13 +276,15 @@ int sl_print_int(sl_vm *vm, int64_t v, int32_t sep) {
 /* One timed run from a fresh state; the timed region is the interpreter. */
 int sl_run(sl_vm *vm) {
     if (sl_reset(vm)) return vm->status = SL_ERR_STACK_OVERFLOW;
+    struct sigaction old[SL_NSTREAM_SIGNALS];
+    sl_stream_begin(vm, old);
     int64_t n0 = sl_now_ns();
     uint64_t t0 = sl_tsc_begin();
     int status = sl_interpret(vm);
     uint64_t t1 = sl_tsc_end();
     int64_t n1 = sl_now_ns();
     vm->cycles = t1 - t0; vm->ns = n1 - n0;
-    return vm->status = status;
+    return vm->status = sl_stream_end(vm, old, status);
 }
 
 /* A JIT build's run stops with SL_JIT_RECORDED when a recording is ready;
@@ -162,13 +292,15 @@ int sl_run(sl_vm *vm) {
  * here, whose trampolines would need memory both writable and executable),
  * this goes on from where the run stopped, adding to its time. */
 int sl_resume(sl_vm *vm) {
+    struct sigaction old[SL_NSTREAM_SIGNALS];
+    sl_stream_begin(vm, old);
     int64_t n0 = sl_now_ns();
     uint64_t t0 = sl_tsc_begin();
     int status = sl_interpret(vm);
     uint64_t t1 = sl_tsc_end();
     int64_t n1 = sl_now_ns();
     vm->cycles += t1 - t0; vm->ns += n1 - n0;
-    return vm->status = status;
+    return vm->status = sl_stream_end(vm, old, status);
 }
 
 /* A new layout `seed` for every region, the code included even when the JIT

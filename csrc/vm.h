@@ -28,6 +28,19 @@ typedef struct sl_vm {
     int64_t *stack, *stack_end; sl_frame *frames; int32_t depth;
     uint8_t *tape; int64_t in_pos;
     uint8_t *out; int64_t out_len, out_cap;
+    /* streaming I/O (all zero: the input is in[0..in_len) alone and the
+     * output stays in out, as benchmarks and tests use them).
+     * in_stream: when in runs out, sl_refill_input reads the next chunk of
+     * in_fd into in_buf (in then points there); in_eof: no more input.
+     * out_stream: out[0..out_len) is written to out_fd whenever it fills and
+     * whenever sl_run or sl_resume returns (also on SIGINT, SIGTERM, SIGHUP
+     * during a run), so memory stays bounded.  out_max (0: none) bounds the
+     * bytes a run outputs; out_cap, what the fast path fills to, is kept
+     * within it (out_size is the allocation, out_total what was written).
+     * A run stopped by I/O returns SL_ERR_OUT_OF_MEMORY with io_error set
+     * (SL_IO_*) and io_errno the errno of a failed read or write. */
+    int32_t in_fd, in_stream, in_eof, out_fd, out_stream, io_error, io_errno;
+    uint8_t *in_buf; int64_t out_size, out_total, out_max;
     const sl_instr *ip; int64_t *sp, *fp; uint8_t *head;
     /* result of the last run */
     int32_t status; int32_t err_pc; int64_t err_value;
@@ -75,7 +88,14 @@ static inline int64_t sl_rshift(int64_t a, int64_t b) {
     return a >> (b >= 63 ? 63 : b);
 }
 
-int sl_grow_output(sl_vm *vm);
+/* why a run stopped for I/O (vm->io_error) */
+#define SL_IO_READ 1          /* reading the input failed (io_errno) */
+#define SL_IO_WRITE 2         /* writing the output failed (io_errno) */
+#define SL_IO_LIMIT 3         /* the output reached out_max */
+#define SL_IO_CHUNK 65536     /* bytes per read of the input, per write of the output */
+
+int sl_output_room(sl_vm *vm, int64_t n);
+int sl_refill_input(sl_vm *vm);
 int sl_print_int(sl_vm *vm, int64_t v, int32_t sep);
 
 /* ---- shape macros ------------------------------------------------------
@@ -112,12 +132,23 @@ int sl_print_int(sl_vm *vm, int64_t v, int32_t sep);
     int64_t pos_ = (int64_t)(head - vm->tape) + (n); \
     if ((uint64_t)pos_ >= (uint64_t)vm->tape_len) FAIL_WITH(SL_ERR_TAPE_BOUNDS, pos_); \
     head += (n); } while (0)
+/* the cell at head + off, bounds-checked like a move there (BF --bf-opt 1) */
+#define TAPE_AT(p, off) \
+    int64_t p##pos = (int64_t)(head - vm->tape) + (off); \
+    if ((uint64_t)p##pos >= (uint64_t)vm->tape_len) FAIL_WITH(SL_ERR_TAPE_BOUNDS, p##pos); \
+    uint8_t *p = vm->tape + p##pos
+/* a full buffer is written out (streaming) or grown; past out_max, or when
+ * the write fails, the run stops (driver.c sl_output_room) */
 #define OUTPUT(b) do { \
-    if (vm->out_len == vm->out_cap && sl_grow_output(vm)) FAIL(SL_ERR_OUT_OF_MEMORY); \
+    if (vm->out_len >= vm->out_cap && sl_output_room(vm, 1)) FAIL(SL_ERR_OUT_OF_MEMORY); \
     vm->out[vm->out_len++] = (uint8_t)(b); } while (0)
 #define PRINT_INT(v, sep) do { \
     if (sl_print_int(vm, (v), (sep))) FAIL(SL_ERR_OUT_OF_MEMORY); } while (0)
+/* the input is read as the program reads it, a chunk at a time; at its end
+ * the cell stays unchanged */
 #define INPUT_TO(p) do { \
+    if (vm->in_pos >= vm->in_len && !vm->in_eof && sl_refill_input(vm)) \
+        FAIL(SL_ERR_OUT_OF_MEMORY); \
     if (vm->in_pos < vm->in_len) *(p) = vm->in[vm->in_pos++]; } while (0)
 
 #define CALL_FUNCTION(f) do { \

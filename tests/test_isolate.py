@@ -86,7 +86,7 @@ def hello(tmp_path):
 
 
 def test_run_isolates_native_modes_by_default(hello, monkeypatch, capsys):
-    def faulting_run(build, program, data=b""):
+    def faulting_run(build, program, data=b"", **limits):
         _null_read()
     monkeypatch.setattr(vm, "run", faulting_run)
     cc = compiler_for("switch")
@@ -100,9 +100,9 @@ def test_run_no_isolate_runs_in_process(hello, monkeypatch, capsys):
     pids = []
     real = vm.run
 
-    def spy(build, program, data=b""):
+    def spy(build, program, data=b"", **limits):
         pids.append(os.getpid())
-        return real(build, program, data)
+        return real(build, program, data, **limits)
     monkeypatch.setattr(vm, "run", spy)
     cc = compiler_for("switch")
     assert cli.main(["run", hello, "--mode", "switch", "--cc", cc, "--no-isolate"]) == 0
@@ -165,7 +165,8 @@ def test_measure_records_timeouts_as_failures_and_keeps_the_rest(tmp_path, endle
     # ... and, if it got past that, in its worker
     real = harness.vm_instruction_count
     monkeypatch.setattr(harness, "vm_instruction_count",
-                        lambda c, timeout=None: 1 if c.workload == endless else real(c, timeout))
+                        lambda c, timeout=None, tape_len=None: 1 if c.workload == endless
+                        else real(c, timeout))
     rf2 = ResultFile.open(tmp_path / "r2.json")
     out = harness.measure(configs, rf2, harness.Options(processes=1, samples=1, quiet=True,
                                                         timeout=2))

@@ -1,7 +1,8 @@
 """Starting a fresh Python that imports this checkout's shimlab.
 
 Benchmark workers, profile training, hot-spot runs and notebooks each run in
-a child interpreter; they all start it here, with the same environment.
+a child interpreter; they all start it here, with the same environment, and
+the child dies with this process (isolate.die_with_parent_hook).
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import os
 import subprocess
 import sys
 
-from . import paths
+from . import isolate, paths
 
 
 def env(**extra: str) -> dict[str, str]:
@@ -28,7 +29,8 @@ def run_module(module: str, job: dict, timeout: float | None = None,
     """`python -m module` with `job` as JSON on stdin, output captured as text.
     subprocess.TimeoutExpired reaches the caller (the child is killed)."""
     return subprocess.run([sys.executable, "-m", module, *(argv or [])], input=json.dumps(job),
-                          capture_output=True, text=True, timeout=timeout, env=env(**extra_env))
+                          capture_output=True, text=True, timeout=timeout, env=env(**extra_env),
+                          preexec_fn=isolate.die_with_parent_hook())
 
 
 def last_json_line(stdout: str) -> dict:

@@ -2,15 +2,20 @@
 
 Generated interpreters and JIT code can fault or never stop; the parent
 process survives, names the signal (or the timeout that stopped the child),
-and keeps every result it already had.
+and keeps every result it already had.  A child never outlives its parent:
+the kernel kills it when the parent dies (PR_SET_PDEATHSIG), and a parent
+stopped by a timeout, Ctrl-C or SIGTERM first asks it to stop with SIGTERM,
+so that it writes out the output it holds.
 """
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 import select
 import signal
 import sys
+import threading
 import time
 import traceback
 
@@ -82,6 +87,59 @@ def _read_all(fd: int, deadline: float | None) -> bytes | None:
         chunks.append(chunk)
 
 
+# How long a child asked to stop (SIGTERM) has to write out its output and
+# exit before it is killed.
+STOP_GRACE = 2.0
+PR_SET_PDEATHSIG = 1
+
+
+@functools.lru_cache(maxsize=None)
+def _prctl():
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+    try:
+        return ctypes.CDLL(None).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+def die_with_parent_hook(preload: bool = True):
+    """What a child forked from this process calls first (also a subprocess's
+    preexec_fn: it survives exec): the kernel sends the child SIGKILL when
+    this process dies, however it dies, SIGKILL included.  With `preload`,
+    ctypes is loaded here, so a preexec_fn imports nothing after the fork;
+    isolate.call's child loads it itself (not `shimlab run`'s start-up)."""
+    parent = os.getpid()
+    if preload:
+        _prctl()
+
+    def hook():
+        prctl = _prctl()
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent:      # the parent died before the prctl took effect
+            os._exit(1)
+    return hook
+
+
+class _Stopped(BaseException):
+    """SIGTERM in a child (its parent stopping it): unwinds it, so that the
+    run's `finally` writes out the output it holds."""
+
+
+def _raise_stopped(signum, frame):
+    raise _Stopped()
+
+
+class _ParentTerminated(BaseException):
+    """SIGTERM in the parent while a child runs."""
+
+
+def _raise_parent_terminated(signum, frame):
+    raise _ParentTerminated()
+
+
 def _kill(pid: int) -> None:
     try:
         os.kill(pid, signal.SIGKILL)
@@ -93,6 +151,24 @@ def _kill(pid: int) -> None:
         pass
 
 
+def _stop(pid: int, grace: float = STOP_GRACE) -> None:
+    """SIGTERM, so the child writes out the output it holds (driver.c, or the
+    oracle's `finally`), then SIGKILL if it has not exited within `grace`."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    end = time.monotonic() + grace
+    while time.monotonic() < end:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                return
+        except ChildProcessError:
+            return
+        time.sleep(0.01)
+    _kill(pid)
+
+
 def call(what: str, fn, *args, timeout: float | None = None, **kwargs):
     """fn(*args, **kwargs) in a forked child; returns its (picklable) result.
 
@@ -100,9 +176,12 @@ def call(what: str, fn, *args, timeout: float | None = None, **kwargs):
     signal becomes Crash naming `what` and the signal; a child still running
     after `timeout` seconds is killed and becomes Timeout.
     """
+    if timeout is not None and not 0 < timeout < float("inf"):     # nan too
+        raise RunError(f"timeout {timeout!r}: needs a positive, finite number of seconds")
     sys.stdout.flush()
     sys.stderr.flush()
     r, w = os.pipe()
+    die_with_parent = die_with_parent_hook(preload=False)
     pid = os.fork()
     if pid == 0:  # child: never returns into the caller's stack
         os.close(r)
@@ -110,6 +189,8 @@ def call(what: str, fn, *args, timeout: float | None = None, **kwargs):
         faulthandler.disable()   # the parent names the signal; no dump from here
         code = 0
         try:
+            die_with_parent()
+            signal.signal(signal.SIGTERM, _raise_stopped)
             try:
                 payload = ("ok", fn(*args, **kwargs))
             except BaseException as e:  # sent back whole, raised in the parent
@@ -131,17 +212,27 @@ def call(what: str, fn, *args, timeout: float | None = None, **kwargs):
             os._exit(code)
     os.close(w)
     deadline = None if timeout is None else time.monotonic() + timeout
+    # SIGTERM to the parent stops the child first (the parent then dies of it)
+    main = threading.current_thread() is threading.main_thread()
+    old_term = signal.signal(signal.SIGTERM, _raise_parent_terminated) if main else None
+    if old_term is None:        # a handler not set from Python: put the default back
+        old_term = signal.SIG_DFL
     try:
         data = _read_all(r, deadline)
         if data is None:
-            _kill(pid)
+            _stop(pid)
             raise Timeout(what, timeout)
         _, status = os.waitpid(pid, 0)
-    except KeyboardInterrupt:
-        _kill(pid)          # never leave a runaway child behind
+    except (KeyboardInterrupt, _ParentTerminated) as e:
+        _stop(pid)          # never leave a runaway child behind
+        if isinstance(e, _ParentTerminated):
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
         raise
     finally:
         os.close(r)
+        if main:
+            signal.signal(signal.SIGTERM, old_term)
     if not data:
         raise Crash(what, describe_wait_status(status))
     kind, value = pickle.loads(data)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from . import isa
 from .bytecode import Program
+from .progio import Reader, Streams, Writer
 from .isa import Error, VMError
 
 # The limits every execution mode shares (interp/loader.py passes the same to C).
@@ -38,7 +39,7 @@ class State:
     tester starts one from a random state and steps it)."""
 
     def __init__(self, program: Program, input: bytes, tape_len: int, stack_size: int,
-                 max_depth: int):
+                 max_depth: int, streams: Streams | None = None):
         self.consts = program.consts
         self.functions = program.functions
         self.stack: list[int] = [0] * program.functions[0].nlocals
@@ -46,9 +47,14 @@ class State:
         self.frames: list[tuple[int, int]] = []
         self.tape = bytearray(tape_len)
         self.head = 0
+        # input past `input` comes from streams.in_fd a chunk at a time;
+        # output goes to streams.out_fd whenever a chunk is buffered
+        streams = streams or Streams()
         self.input = input
         self.in_pos = 0
-        self.out = bytearray()
+        self.reader = Reader(streams.in_fd) if streams.in_fd is not None else None
+        self.writer = Writer(streams.out_fd, streams.max_output)
+        self.out = self.writer.buf
         self.pc = program.functions[0].entry
         self.halted = False
         self.stack_size = stack_size
@@ -95,11 +101,15 @@ class State:
         return ret_pc
 
     def output(self, b: int) -> None:
+        if len(self.out) >= self.writer.cap:
+            self.writer.room(1)
         self.out.append(b)
 
     def print_int(self, v: int, sep: int) -> None:
-        self.out += str(v).encode()
-        self.out.append(sep & 0xFF)
+        text = str(v).encode() + bytes([sep & 0xFF])
+        if len(self.out) + len(text) > self.writer.cap:
+            self.writer.room(len(text))
+        self.out += text
 
     def cell(self) -> int:
         return self.tape[self.head]
@@ -117,7 +127,33 @@ class State:
             raise VMError(Error.TAPE_BOUNDS, self.pc)
         self.head = pos
 
+    def _at(self, off: int) -> int:
+        pos = self.head + off
+        if not 0 <= pos < len(self.tape):
+            self.err_value = pos
+            raise VMError(Error.TAPE_BOUNDS, self.pc)
+        return pos
+
+    def cell_add_at(self, off: int, n: int) -> None:
+        pos = self._at(off)
+        self.tape[pos] = (self.tape[pos] + n) & 0xFF
+
+    def cell_set_at(self, off: int, v: int) -> None:
+        self.tape[self._at(off)] = v & 0xFF
+
+    def cell_muladd(self, off: int, factor: int) -> None:
+        c = self.tape[self.head]
+        if c:
+            pos = self._at(off)
+            self.tape[pos] = (self.tape[pos] + c * factor) & 0xFF
+
+    def scan(self, step: int) -> None:
+        while self.tape[self.head]:
+            self.move(step)
+
     def cell_input(self) -> None:
+        if self.in_pos >= len(self.input) and self.reader is not None:
+            self.input, self.in_pos = self.reader.read(), 0
         if self.in_pos < len(self.input):
             self.tape[self.head] = self.input[self.in_pos]
             self.in_pos += 1
@@ -139,9 +175,11 @@ def step(s: State, op: int, arg: int) -> None:
 
 def run(program: Program, input: bytes = b"", *, tape_len: int = TAPE_LEN,
         stack_size: int = STACK_SIZE, max_depth: int = MAX_DEPTH,
-        max_steps: int | None = None) -> Result:
-    """Run a verified program; max_steps bounds runaway programs in tests."""
-    s = State(program, input, tape_len, stack_size, max_depth)
+        max_steps: int | None = None, streams: Streams | None = None) -> Result:
+    """Run a verified program; max_steps bounds runaway programs in tests.
+    With `streams`, input is read and output written as the program runs
+    (Result.output then holds nothing)."""
+    s = State(program, input, tape_len, stack_size, max_depth, streams)
     counts = [0] * isa.NUM_OPCODES
     code = program.code
     status, err_pc, steps = Error.OK, -1, 0
@@ -155,6 +193,8 @@ def run(program: Program, input: bytes = b"", *, tape_len: int = TAPE_LEN,
             step(s, op, arg)
     except VMError as e:
         status, err_pc = e.error, e.pc
+    finally:
+        s.writer.flush()        # on every way out: what was output is not lost
     return Result(output=bytes(s.out), status=status, err_pc=err_pc,
                   err_value=s.err_value if status else 0,
                   tape=bytes(s.tape), head=s.head, counts=counts,
