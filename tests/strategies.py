@@ -66,9 +66,13 @@ def minipy_programs(draw):
     lines = ["def g(x, y):", f"    return {draw(expressions(['x', 'y']))}",
              "a = 1", "b = 2", "c = 3"]
     for _ in range(draw(st.integers(1, 6))):
-        kind = draw(st.integers(0, 4))
+        kind = draw(st.integers(0, 5))
         target = draw(st.sampled_from(names))
-        if kind == 0:
+        if kind == 5:     # tuple assignment: every value before any store
+            targets = draw(st.lists(st.sampled_from(names), min_size=2, max_size=3))
+            lines.append(f"{', '.join(targets)} = "
+                         f"{', '.join(draw(expressions(names)) for _ in targets)}")
+        elif kind == 0:
             lines.append(f"{target} = {draw(expressions(names))}")
         elif kind == 1:
             lines.append(f"{target} = g({draw(expressions(names))}, {draw(expressions(names))})")

@@ -150,12 +150,36 @@ PROGRAMS = {
                  "if 0:\n    print(97)\nprint(f(1), g(0), i)\n",
     "expression_statement": "def f(x):\n    print(x)\n    return x\n\nf(3)\n1 + 2\n",
     "wrap_free_big": "x = 1 << 40\ny = x * 1000 + 12345678901\nprint(x, y, y // 7, y % 1000)\n",
+    "tuple_assignment": "def gcd(a, b):\n    while b:\n        a, b = b, a % b\n    return a\n\n"
+                        "a, b = 1, 2\na, b = b, a\nprint(a, b, gcd(1071, 462))\n"
+                        "f0, f1 = 0, 1\nfor i in range(20):\n    f0, f1 = f1, f0 + f1\n"
+                        "x, (y, z) = f0, (f1, a)\n[p, q] = [y, x]\n(r, s), t = [q, p], 9\n"
+                        "print(f0, x, y, z, p, q, r, s, t)\n",
+    "tuple_assignment_repeats_a_name": "a, a = 1, 2\nb, c, b = 3, 4, 5\nprint(a, b, c)\n",
+    "tuple_assignment_chained": "a, b = c, d = 1, 2\ne = f = 3\nprint(a, b, c, d, e, f)\n"
+                                "a, b = b, a = a + 10, b + 20\nprint(a, b)\n",
+    "tuple_values_all_before_stores": "def f(x):\n    print(x)\n    return x * 2\n\n"
+                                      "a, b = f(1), f(2)\na, b = f(b), f(a)\nprint(a, b)\n",
 }
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_construct_runs_like_cpython(name):
     same_as_cpython(PROGRAMS[name])
+
+
+def test_a_utf8_byte_order_mark_is_accepted_as_python_accepts_it(tmp_path):
+    data = b"\xef\xbb\xbfx = 6\nprint(x * 7)\n"
+    expected = subprocess.run([sys.executable, "-c", data.decode("utf-8-sig")],
+                              capture_output=True).stdout
+    path = tmp_path / "bom.py"
+    path.write_bytes(data)
+    from shimlab.frontend import load_program
+    result = reference.run(load_program(path), max_steps=MAX_STEPS)
+    assert result.output == expected == b"42\n"
+    # only at the very start, as in Python
+    with pytest.raises(FrontendError, match="syntax error"):
+        compile_source("x = 1\n\ufeffprint(x)\n")
 
 
 def test_semantics_that_differ_from_python_are_the_documented_ones():
@@ -287,7 +311,11 @@ REJECT = [
     ("x = range(3)\n", "unsupported expression: range()"),
     ("x = print(1)\n", "unsupported expression: print()"),
     ("x = abs(-1)\n", "unsupported builtin function: abs()"),
-    ("a, b = 1, 2\n", "unsupported assignment target: tuple"),
+    ("a, b = 7\n", "unsupported unpacking of a value that is not a tuple or list literal"),
+    ("a, *b = 1, 2\n", "unsupported starred assignment target"),
+    ("a, b = 1, *(2,)\n", "unsupported starred expression"),
+    ("a, b = c = 1, 2\n", "unsupported value: a tuple assigned to 'c'"),
+    ("x, y.z = 1, 2\n", "unsupported assignment target: attribute"),
     ("def f():\n    return 0\n\nx = f\n", "unsupported expression: function 'f'"),
     ("x = 1\nx.y = 2\n", "unsupported assignment target: attribute"),
     ("print(__name__)\n", "unsupported use of __name__"),
@@ -324,6 +352,8 @@ PROBLEMS = [
     ("def f():\n    return 0\n\ndef f():\n    return 1\n", "4:1: function 'f' is already defined"),
     ("def f():\n    return 0\n\nf = 2\n", "4:1: cannot assign to 'f'"),
     ("x = 1\nx(2)\n", "2:1: 'x' is a variable, not a function"),
+    ("a, b = 1, 2, 3\n", "1:1: too many values to unpack (expected 2, got 3)"),
+    ("a, (b, c) = 1, (2,)\n", "1:4: not enough values to unpack (expected 2, got 1)"),
 ]
 
 
@@ -451,11 +481,23 @@ def blocks(draw, names, funcs, indent: int, depth: int, loop_names: tuple[str, .
             e = draw(expressions(readable, funcs, 1))
             return f"{e} {draw(st.sampled_from(['<', '<=', '==', '!=', '>', '>=']))} " \
                    f"{draw(st.integers(-2, 3))}"
-        kind = draw(st.sampled_from(["assign", "aug", "print", "if", "while", "for",
-                                     "jump"] if depth > 0 else ["assign", "aug", "print",
-                                                                "jump"]))
+        kind = draw(st.sampled_from(["assign", "aug", "print", "if", "while", "for", "jump",
+                                     "unpack"] if depth > 0 else ["assign", "aug", "print",
+                                                                  "jump", "unpack"]))
         if kind == "assign":
             lines.append(f"{pad}{draw(st.sampled_from(names))} = {_fold(expr())}")
+        elif kind == "unpack":
+            # names may repeat (the last one wins) and values read the names
+            # being assigned: every value is computed before any store
+            targets = draw(st.lists(st.sampled_from(names), min_size=2, max_size=3))
+            values = [_fold(expr()) for _ in targets]
+            if draw(st.booleans()):   # a swap or rotation: `a, b = b, a`
+                values = [draw(st.sampled_from(names)) for _ in targets]
+            if len(targets) == 3 and draw(st.booleans()):   # nested: a, (b, c) = x, (y, z)
+                lines.append(f"{pad}{targets[0]}, ({targets[1]}, {targets[2]}) = "
+                             f"{values[0]}, ({values[1]}, {values[2]})")
+            else:
+                lines.append(f"{pad}{', '.join(targets)} = {', '.join(values)}")
         elif kind == "aug":
             v = draw(st.sampled_from(names))
             op = draw(st.sampled_from(["+=", "-=", "*=", "^=", "|=", "&="]))
@@ -520,3 +562,71 @@ def programs(draw) -> str:
 @given(programs())
 def test_random_programs_run_like_cpython(src):
     same_as_cpython(src)
+
+
+# --- big modules are parsed in pieces: the same program and the same errors ---------------
+
+def _both_ways(src: str, monkeypatch, piece: int = 64):
+    """(whole, in pieces): compile_source with the module parsed whole and cut
+    into pieces of about `piece` characters."""
+    from shimlab.frontend import minipy
+
+    def compile_with(size):
+        monkeypatch.setattr(minipy, "_PIECE", size)
+        try:
+            p = compile_source(src, "big.py")
+            return ("ok", p.code, p.consts, p.functions, list(p.positions))
+        except FrontendError as e:
+            return ("error", str(e))
+    return compile_with(1 << 40), compile_with(piece)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(programs(), st.integers(8, 200))
+def test_a_module_in_pieces_compiles_to_the_same_program(monkeypatch, src, piece):
+    whole, pieces = _both_ways(src, monkeypatch, piece)
+    assert pieces == whole
+
+
+TRICKY = [
+    # cuts that fall inside a construct: a string, brackets, a backslash, else
+    'a = 1\ns = """\nb = 2\n"""\nc = (1 +\n2)\nd = 1 + \\\n3\nif a:\n    a = 2\nelse:\n    a = 3\n'
+    'print(a, c, d)\n',
+    # defs under the main guard, a decorator, a function used before its def
+    'def f(x):\n    return g(x) + 1\n\ndef g(y):\n    return y * 2\n\n'
+    'if __name__ == "__main__":\n    def h(z):\n        return f(z)\n    print(h(3))\n',
+    # errors: positions must be absolute, and a syntax error anywhere wins
+    'x = 1\n' * 30 + 'y = x.real\n',
+    'x = 1\n' * 30 + 'def f():\n    return 0\n\ndef f():\n    return 1\n',
+    'def f():\n    return 0\n\n@f\ndef g():\n    return 1\n' + 'x = 1\n' * 30 + 'x = (\n',
+    'x = 1\n' * 30 + 'print = 3\n',
+    'x = 1\n' * 30 + 'a, b = 1, 2, 3\n',
+]
+
+
+@pytest.mark.parametrize("src", TRICKY, ids=range(len(TRICKY)))
+def test_cuts_inside_constructs_and_errors_match_the_whole_module(monkeypatch, src):
+    for piece in (1, 5, 17, 40):
+        whole, pieces = _both_ways(src, monkeypatch, piece)
+        assert pieces == whole, piece
+
+
+@pytest.mark.slow     # a minute: 180,000 statements compiled
+def test_a_big_module_parses_in_pieces_with_bounded_memory(tmp_path):
+    """A 4 MB module: Python's parser alone needs about 1 GB for it whole;
+    in pieces the front end stays within a few hundred MB (RLIMIT_AS)."""
+    src = "x = 0\ny = 1\n" + "".join(f"x = (x + {i % 1000} * y) % 1000003\ny = y ^ (x & {i % 255})\n"
+                                     for i in range(90_000)) + "print(x, y)\n"
+    path = tmp_path / "big.py"
+    path.write_text(src)
+    code = ("import resource, sys\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (900 << 20, 900 << 20))\n"
+            "from shimlab.frontend import load_program\n"
+            "p = load_program(sys.argv[1])\n"
+            "print(len(p.code))\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    assert int(proc.stdout) > 1_000_000

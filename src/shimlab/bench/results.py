@@ -18,22 +18,34 @@ rewrites the file, and pyperf's own loader is the only parser needed):
   pyperf would strip or reject) as ``"json:" + json.dumps(value)``;
   ``shimlab_tsc_hz``, ``shimlab_version``, ``shimlab_git_commit``,
   ``date``, ``hostname``, ``cpu_model_name``, ``cpu_count`` (pyperf's own
-  names, which it displays and checks for consistency between runs).
+  names, which it displays and checks for consistency between runs);
+  ``shimlab_suite`` and ``shimlab_plan`` (how many configurations the run
+  that wrote the file had, and a hash of their keys), so --resume refuses a
+  file of another suite or another set of configurations.
+
+Files are read only when regular and at most MAX_BYTES (a FIFO or /dev/zero
+is refused, not read forever), and every sample is checked as it is read: a
+corrupted field is a one-line error naming the file and the configuration.
+Without -o a new file gets a name nobody else has (exclusive create), and an
+existing -o file is neither resumed nor replaced unless asked (open_for).
 """
 from __future__ import annotations
 
 import datetime
 import errno
 import gzip
+import hashlib
 import io
 import json
 import os
 import platform
+import stat
 import subprocess
 import tempfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import pyperf
 
@@ -50,6 +62,7 @@ K_CONFIG = "shimlab_config."
 K_CYCLES = "shimlab_cycles"
 K_INSTRUCTIONS = "shimlab_instructions"
 K_VM_INSTRUCTIONS = "shimlab_vm_instructions"
+K_CROSSINGS = "shimlab_crossings"
 K_PID = "shimlab_worker_pid"
 K_CPU = "shimlab_cpu"
 K_LAYOUT = "shimlab_layout_seed"
@@ -58,9 +71,14 @@ K_CODE_AT = "shimlab_code_at"
 K_TSC_HZ = "shimlab_tsc_hz"
 K_VERSION = "shimlab_version"
 K_GIT = "shimlab_git_commit"
+K_SUITE = "shimlab_suite"
+K_PLAN = "shimlab_plan"
+
+# the largest results file read (a full dispatch run is a few MB)
+MAX_BYTES = 256 << 20
 
 _RUN_KEYS = (K_CYCLES, K_INSTRUCTIONS, K_VM_INSTRUCTIONS, K_PID, K_CPU, K_LAYOUT,
-             K_CODE_LAYOUT, K_CODE_AT)
+             K_CODE_LAYOUT, K_CODE_AT, K_CROSSINGS)
 _PYPERF_RUN_KEYS = ("name", "unit", "loops", "inner_loops", "duration")
 _JSON_TAG = "json:"
 
@@ -78,6 +96,7 @@ class RunSamples:
     layout_seed: int | None = None       # the VM memory layout this process used
     code_layout: int | None = None       # the interpreter build's code layout (build.code_shift)
     code_at: int | None = None           # where its code landed: sl_interpret's page offset
+    crossings: int | None = None         # JIT modes: interpreter <-> trace crossings per run
 
 
 @dataclass
@@ -170,30 +189,51 @@ def _encode_run(run: RunSamples, common: dict) -> pyperf.Run:
                        (K_VM_INSTRUCTIONS, run.vm_instructions),
                        (K_PID, run.worker_pid), (K_CPU, run.cpu),
                        (K_LAYOUT, run.layout_seed), (K_CODE_LAYOUT, run.code_layout),
-                       (K_CODE_AT, run.code_at)):
+                       (K_CODE_AT, run.code_at), (K_CROSSINGS, run.crossings)):
         if value is not None:
             metadata[key] = _as_int(value, key, 0)
     return pyperf.Run([v / 1e9 for v in ns], warmups=warmups or None,
                       metadata=metadata, collect_metadata=False)
 
 
+def _int_field(md: dict, key: str) -> int | None:
+    value = md.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{key} is {value!r}, not a count")
+    return value
+
+
 def _decode_run(run: pyperf.Run) -> RunSamples:
+    """One run, every field checked: ValueError names the one that is corrupted."""
     md = run.get_metadata()
+    ns = [int(round(v * 1e9)) for v in run.values]
     cycles = md.get(K_CYCLES)
+    if cycles is None:
+        cycle_list = []
+    else:
+        parts = cycles.split(",") if isinstance(cycles, str) else [None]
+        if not all(isinstance(p, str) and p.isascii() and p.isdigit() for p in parts):
+            raise ValueError(f"{K_CYCLES} is {str(cycles)[:40]!r}, not comma-separated counts")
+        cycle_list = [int(c) for c in parts]
+        if len(cycle_list) != len(ns):
+            raise ValueError(f"{K_CYCLES} has {len(cycle_list)} samples for {len(ns)} times")
     # pyperf values are per loop iteration; shimlab always writes loops=1,
     # and for files pyperf wrote itself the per-iteration time is what
     # compares.
     return RunSamples(
-        cycles=[int(c) for c in cycles.split(",")] if isinstance(cycles, str) else [],
-        ns=[int(round(v * 1e9)) for v in run.values],
+        cycles=cycle_list,
+        ns=ns,
         warmup_ns=[int(round(v * 1e9)) for _loops, v in run.warmups],
-        vm_instructions=md.get(K_VM_INSTRUCTIONS),
-        instructions=md.get(K_INSTRUCTIONS),
-        worker_pid=md.get(K_PID),
-        cpu=md.get(K_CPU),
-        layout_seed=md.get(K_LAYOUT),
-        code_layout=md.get(K_CODE_LAYOUT),
-        code_at=md.get(K_CODE_AT),
+        vm_instructions=_int_field(md, K_VM_INSTRUCTIONS),
+        instructions=_int_field(md, K_INSTRUCTIONS),
+        worker_pid=_int_field(md, K_PID),
+        cpu=_int_field(md, K_CPU),
+        layout_seed=_int_field(md, K_LAYOUT),
+        code_layout=_int_field(md, K_CODE_LAYOUT),
+        code_at=_int_field(md, K_CODE_AT),
+        crossings=_int_field(md, K_CROSSINGS),
     )
 
 
@@ -203,6 +243,10 @@ def _decode_benchmark(bench: pyperf.Benchmark) -> ConfigResult:
     if isinstance(fmt, int) and fmt > FORMAT_VERSION:
         raise ShimlabError(f"benchmark {bench.get_name()!r} was written by a newer "
                            f"shimlab (format {fmt}, this one reads {FORMAT_VERSION})")
+    tsc = common.get(K_TSC_HZ)
+    if tsc is not None and (isinstance(tsc, bool) or not isinstance(tsc, (int, float))
+                            or not tsc > 0):
+        raise ValueError(f"{K_TSC_HZ} is {str(tsc)[:40]!r}, not a frequency")
     metadata = {k: v for k, v in common.items()
                 if not k.startswith(K_CONFIG) and k not in _RUN_KEYS
                 and k not in _PYPERF_RUN_KEYS}
@@ -300,22 +344,38 @@ class ResultFile:
         self._environment = environment
         self._benchmarks: dict[str, pyperf.Benchmark] = {}
         self._configs: dict[str, dict] = {}
+        self._plan: dict = {}         # K_SUITE, K_PLAN stamped on what add() records
+        self._claimed = False         # an empty placeholder made by claim(): ours to remove
+        self.saved = False
 
     # reading
 
     @classmethod
     def load(cls, path, environment: dict | None = None) -> "ResultFile | None":
-        """The file at path, or None if there is none."""
+        """The file at path, or None if there is none; a file that is not a
+        regular one, too big, or corrupted anywhere is a ShimlabError."""
         path = Path(path)
-        if not path.exists():
+        data = _read_bounded(path)
+        if data is None:
             return None
+        if data[:2] == b"\x1f\x8b":
+            data = _gunzip_bounded(path, data)
         try:
-            suite = pyperf.BenchmarkSuite.load(str(path))
-        except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError) as e:
-            raise ShimlabError(f"{path}: not a readable pyperf results file ({e})") from None
+            text = data.decode("utf-8")
+            del data
+            suite = pyperf.BenchmarkSuite.load(io.StringIO(text))
+        except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError,
+                IndexError, RecursionError) as e:
+            why = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+            raise ShimlabError(f"{path}: not a readable pyperf results file ({why})") from None
         rf = cls(path, environment=environment)
         for bench in suite.get_benchmarks():
             name = bench.get_name()
+            try:
+                _decode_benchmark(bench)       # every sample checked once, here
+            except (ValueError, TypeError, OverflowError) as e:
+                raise ShimlabError(f"{path}: configuration {name}: corrupted results "
+                                   f"({e})") from None
             rf._benchmarks[name] = bench
             rf._configs[name] = _decode_config(bench.get_metadata())
         return rf
@@ -327,6 +387,56 @@ class ResultFile:
 
     def configs(self) -> list[str]:
         return list(self._benchmarks)
+
+    # what the file is for: one suite, one set of configurations
+
+    def set_plan(self, suite: str, keys: Iterable[str]) -> None:
+        """Stamp every configuration added from now on with the suite and the
+        set of configuration keys of this run (see check_plan)."""
+        keys = sorted(set(keys))
+        digest = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:16]
+        self._plan = {K_SUITE: suite, K_PLAN: f"{len(keys)}:{digest}"}
+
+    def check_plan(self, suite: str, keys: Iterable[str]) -> None:
+        """Refuse to resume a file of another suite or configuration set."""
+        keys = set(keys)
+        for name, bench in self._benchmarks.items():
+            md = bench.get_metadata()
+            theirs = md.get(K_SUITE) or name.split("/", 1)[0]
+            if theirs != suite:
+                raise ShimlabError(f"{self.path}: holds results of bench {theirs} "
+                                   f"(configuration {name}), not {suite}: resume it with "
+                                   f"`shimlab bench {theirs} --resume {self.path}`")
+        mine = ResultFile(self.path)
+        mine.set_plan(suite, keys)
+        for name, bench in self._benchmarks.items():
+            plan = bench.get_metadata().get(K_PLAN)
+            # files written before plans were recorded: every key must be planned
+            if (plan is not None and plan != mine._plan[K_PLAN]) or name not in keys:
+                n = str(plan).split(":")[0] if plan is not None else "other"
+                raise ShimlabError(f"{self.path}: written for another set of configurations "
+                                   f"({n} of them, this run has {len(keys)}; e.g. {name}): "
+                                   f"resume with the options that wrote it, or write a new "
+                                   f"file")
+
+    # the placeholder of a new file
+
+    def claim(self) -> None:
+        """Create the file, empty, failing if it exists (O_EXCL): two runs can
+        never be given the same file."""
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        os.close(fd)
+        self._claimed = True
+
+    def release(self) -> None:
+        """Remove the placeholder if nothing was ever saved into it."""
+        if self._claimed and not self.saved:
+            try:
+                if self.path.stat().st_size == 0:
+                    self.path.unlink()
+            except FileNotFoundError:
+                pass
+            self._claimed = False
 
     def configs_done(self) -> set[str]:
         return set(self._benchmarks)
@@ -374,11 +484,13 @@ class ResultFile:
         common = {"name": config_key, "unit": "second", K_FORMAT: FORMAT_VERSION,
                   "date": datetime.datetime.now().isoformat(sep=" ", timespec="seconds")}
         common.update(self.environment)
+        common.update(self._plan)
         common.update(encoded_config)
         if tsc_hz is not None:
             common[K_TSC_HZ] = float(tsc_hz)
         if metadata:
-            clash = set(metadata) & (set(_RUN_KEYS) | {"name", "unit", K_FORMAT})
+            clash = set(metadata) & (set(_RUN_KEYS) | {"name", "unit", K_FORMAT, K_SUITE,
+                                                       K_PLAN})
             clash |= {k for k in metadata if k.startswith(K_CONFIG)}
             if clash:
                 raise ValueError(f"metadata keys reserved by shimlab: {sorted(clash)}")
@@ -409,6 +521,7 @@ class ResultFile:
         if self.path.suffix == ".gz":
             data = gzip.compress(data, mtime=0)
         _atomic_write(self.path, data)
+        self.saved = True
 
 
 def load(path, environment: dict | None = None) -> ResultFile | None:
@@ -459,23 +572,118 @@ def _atomic_write(path: Path, data: bytes) -> None:
         os.close(dfd)
 
 
-def _new_path(output: str | None, suite: str) -> Path:
-    if output:
-        return Path(output)
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return RESULTS / f"{suite}-{stamp}.json"
+def _read_bounded(path: Path) -> bytes | None:
+    """The bytes of a regular file of at most MAX_BYTES; None if there is no
+    file.  O_NONBLOCK: opening a FIFO must not wait for a writer."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise ShimlabError(f"{path}: cannot read the results file: {e.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ShimlabError(f"{path}: is a directory, not a results file")
+        if not stat.S_ISREG(st.st_mode):
+            raise ShimlabError(f"{path}: not a regular file (a device, pipe or socket); a "
+                               f"results file must be a regular file")
+        if st.st_size > MAX_BYTES:
+            raise ShimlabError(f"{path}: {st.st_size:,} bytes, more than a results file "
+                               f"holds (at most {MAX_BYTES:,})")
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, MAX_BYTES + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > MAX_BYTES:     # grew while being read
+                raise ShimlabError(f"{path}: more than {MAX_BYTES:,} bytes, more than a "
+                                   f"results file holds")
+        return b"".join(chunks)
+    except OSError as e:
+        raise ShimlabError(f"{path}: cannot read the results file: {e.strerror}") from None
+    finally:
+        os.close(fd)
 
 
-def new_path(output: str | None, suite: str, resume: str | None = None) -> Path:
-    """--resume's file, else -o's, else results/SUITE-DATE.json (not checked)."""
-    return Path(resume) if resume else _new_path(output, suite)
+def _gunzip_bounded(path: Path, data: bytes) -> bytes:
+    d = zlib.decompressobj(wbits=31)   # gzip framing
+    try:
+        out = d.decompress(data, MAX_BYTES + 1)
+    except zlib.error as e:
+        raise ShimlabError(f"{path}: corrupted gzip data ({e})") from None
+    if len(out) > MAX_BYTES or d.unconsumed_tail:
+        raise ShimlabError(f"{path}: decompresses to more than {MAX_BYTES:,} bytes, more "
+                           f"than a results file holds")
+    return out
 
 
-def results_path(output: str | None, suite: str) -> Path:
-    """-o's file, or results/SUITE-DATE.json, checked writable before measuring."""
-    path = _new_path(output, suite)
-    check_writable(path)
-    return path
+def _stamp() -> str:
+    return datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+
+
+def open_for(suite: str, keys: Iterable[str], output: str | None = None,
+             resume: str | None = None, force: bool = False,
+             directory: Path | None = None) -> ResultFile:
+    """The results file a benchmark run writes, checked before any measuring.
+
+    --resume FILE continues FILE, which must be a results file of this suite
+    and this set of configurations; -o FILE starts FILE, refusing an existing
+    one unless `force` (then replaced at the first save); neither: a new
+    DIRECTORY/SUITE-DATE.json (results/ by default), made with an exclusive
+    create, with -2, -3, ... when another run took that name.  A new file
+    exists, empty, until the first save; release() removes it if unused."""
+    keys = sorted(set(keys))
+    if resume:
+        path = Path(resume)
+        if output and Path(output) != path:
+            raise ShimlabError(f"-o {output} and --resume {resume}: --resume continues the "
+                               f"file it names; give one of them")
+        rf = ResultFile.load(path)
+        if rf is None:
+            raise ShimlabError(f"{path}: nothing to resume (no such file)")
+        if not len(rf):
+            raise ShimlabError(f"{path}: nothing to resume (an empty results file)")
+        rf.check_plan(suite, keys)
+        check_writable(path)
+    elif output:
+        path = Path(output)
+        if os.path.lexists(path):
+            if not force:
+                raise ShimlabError(f"{path}: already exists; --resume {path} continues it, "
+                                   f"--force replaces it")
+            try:
+                regular = stat.S_ISREG(os.stat(path).st_mode)
+            except OSError:
+                regular = False       # a dangling symlink, say
+            if not regular:
+                raise ShimlabError(f"{path}: not a regular file; a results file must be one")
+            check_writable(path)
+            rf = ResultFile(path)
+        else:
+            check_writable(path)
+            rf = ResultFile(path)
+            try:
+                rf.claim()
+            except FileExistsError:
+                raise ShimlabError(f"{path}: created by someone else just now; "
+                                   f"choose another -o") from None
+    else:
+        base = (directory or RESULTS) / f"{suite}-{_stamp()}"
+        check_writable(base.with_suffix(".json"))
+        for n in range(1, 1000):
+            rf = ResultFile(base.with_name(base.name + (f"-{n}" if n > 1 else "") + ".json"))
+            try:
+                rf.claim()
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise ShimlabError(f"{base}-*.json: no free name among 999")
+    rf.set_plan(suite, keys)
+    return rf
 
 
 def check_writable(path: Path) -> None:

@@ -2,7 +2,9 @@
 
 Every failure the user can cause is a ShimlabError printed as one line on
 stderr with exit status 1; a crashing interpreter is exit status 2, one that
---timeout stopped exit status 3.  `shimlab run` imports what running needs
+--timeout stopped exit status 3.  A command line that does not parse (unknown
+command, option or value, missing argument) is such an error too: one line,
+exit status 1, never argparse's usage block and status 2.  `shimlab run` imports what running needs
 and nothing else (no numpy, no benchmark suites), so it starts fast.
 """
 from __future__ import annotations
@@ -14,19 +16,24 @@ import sys
 
 from ..errors import ShimlabError
 from ..isolate import Crash, Timeout
+from . import version
 
-DESCRIPTION = "The `shimlab` command: run, dis, doctor, bench, compare."
+# exit statuses (README "Exit status"); 2 and 3 are isolate.Crash and Timeout
+EXIT_ERROR, EXIT_CRASH, EXIT_TIMEOUT = 1, 2, 3
+
+DESCRIPTION = ("A laboratory for bytecode-interpreter dispatch and interpreter/JIT calling "
+               "conventions. Every command has --help.")
 # name -> one line of help; the module shimlab.cli.<name> (dashes as
 # underscores) defines add_parser(sub) and the command itself.
 COMMANDS = {
-    "run": "run a BF (.b/.bf) or minipy (.py) program",
+    "run": "run a BF (.b/.bf), minipy (.py) or bytecode (.slbc) program under one mode",
     "dis": "print a program's bytecode, or with --native an interpreter's machine code",
     "doctor": "what this machine's toolchain can do",
-    "bench": "run a benchmark suite",
+    "bench": "run a benchmark suite: dispatch, transitions or programs",
     "demo": "set-up check plus the headline benchmark (the transition sweep), small",
-    "stencils": "list, disassemble and test the JIT's PeachPy stencils",
-    "compare": "compare two results files",
-    "reproduce": "run an experiment notebook (experiments/NAME.py)",
+    "stencils": "list, show, test and compare the JIT's stencils",
+    "compare": "compare two results files, with intervals and verdicts",
+    "reproduce": "run an experiment notebook (experiments/NAME.py, or a path to your own)",
 }
 
 
@@ -34,31 +41,50 @@ def _module(name: str):
     return importlib.import_module(f"{__name__}.{name}")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and EXIT_ERROR: argparse's own
+    exit status 2 is the one shimlab gives a crashed interpreter."""
+
+    def error(self, message: str):
+        self.exit(EXIT_ERROR, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The argument parser; with `only`, the other commands get a stub parser
-    (their modules are not imported: `shimlab run` stays fast)."""
-    ap = argparse.ArgumentParser(prog="shimlab", description=DESCRIPTION)
+    """The argument parser: every command's (only=None); with only="NAME",
+    that command's alone (the line parses nothing else, and `shimlab run`
+    stays fast); with only="", every command as a stub with its help line
+    (top-level help, --version), no command module imported."""
+    ap = _Parser(prog="shimlab", description=DESCRIPTION)
+    ap.add_argument("--version", action=version.Action)
     sub = ap.add_subparsers(dest="command", required=True)
     for name, help_text in COMMANDS.items():
         if only is None or name == only:
             _module(name).add_parser(sub, help_text)
-        else:
+        elif not only:
             sub.add_parser(name, help=help_text)
     return ap
 
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    only = argv[0] if argv and argv[0] in COMMANDS else None
+    # no command named (--help, --version, a typo): no command module is needed
+    only = argv[0] if argv and argv[0] in COMMANDS else ""
     args = parser(only).parse_args(argv)
     try:
         return args.fn(args)
     except ShimlabError as e:
         print(f"shimlab: {e}", file=sys.stderr)
-        return 3 if isinstance(e, Timeout) else 2 if isinstance(e, Crash) else 1
+        return (EXIT_TIMEOUT if isinstance(e, Timeout) else EXIT_CRASH if isinstance(e, Crash)
+                else EXIT_ERROR)
     except KeyboardInterrupt:
         print("shimlab: interrupted", file=sys.stderr)
         return 130
+    except MemoryError:
+        # the front ends and the VM report their own limits; this is the last
+        # net (a memory limit hit anywhere else), still one line, not a traceback
+        print(f"shimlab: out of memory running `shimlab {' '.join(argv[:1])}` (a memory "
+              f"limit or the machine's memory was reached)", file=sys.stderr)
+        return EXIT_ERROR
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1

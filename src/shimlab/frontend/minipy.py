@@ -16,7 +16,10 @@ Supported:
     + - * // % << >> & | ^, unary - + ~ not, comparisons < <= == != > >=
     including chains (`a < b < c` evaluates b once and short-circuits),
     `and`/`or` with Python's value semantics, `x if c else y`.
-  * statements: `x = e`, `a = b = e`, `x op= e`, `x: T = e`, `if/elif/else`,
+  * statements: `x = e`, `a = b = e`, tuple assignment of tuple or list
+    literals (`a, b = b, a % b`, `(a, (b, c)) = 1, (2, 3)`: every value on
+    the right is evaluated, left to right, before any name is stored, as in
+    Python), `x op= e`, `x: T = e`, `if/elif/else`,
     `while`, `for x in range(stop | start, stop | start, stop, step)` with a
     nonzero integer-constant step, `break`, `continue`, `pass`, `return [e]`
     (functions only), expression statements, and `print(e, ...)` with int
@@ -41,7 +44,14 @@ Where minipy differs from Python:
   * division or modulo by zero and negative shift counts are run-time errors
     of the VM (with the source line), not Python exceptions; deep recursion
     is limited by the VM's call depth;
-  * a for-range counter that steps past the int64 range wraps.
+  * a for-range counter that steps past the int64 range wraps;
+  * a tuple assignment with more or fewer values than names is a compile-time
+    error, where Python raises ValueError when it runs.
+
+Big modules (more than half a megabyte) are parsed a piece of top-level
+statements at a time, in two passes, so memory stays a few tens of bytes per
+source byte where Python's parser needs hundreds for a whole module; the
+result and every error are the same as for the module parsed whole.
 
 Code shapes (so dispatch experiments know what they are looking at):
   while:  top: <cond>; JUMP_IF_FALSE end; <body>; LOOP top; end:
@@ -64,8 +74,11 @@ from __future__ import annotations
 
 import ast
 import builtins
+import gc
 import sys
-from typing import Optional
+from array import array
+from collections.abc import Sequence
+from typing import Callable, Iterator, Optional
 
 from .. import isa
 from ..bytecode import Assembler, Function, Label, Program
@@ -139,18 +152,30 @@ def _is_main_guard(node: ast.stmt) -> bool:
     return (is_name(a) and is_main(b)) or (is_main(a) and is_name(b))
 
 
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp,
+           ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
 def _names_in(stmts: list[ast.stmt]) -> list[ast.Name]:
     """Every Name node in these statements (not inside nested scopes), in source order."""
+    # by hand rather than ast.iter_child_nodes: this walks every node of a
+    # big module, and the generators cost three times the walk itself
     out: list[ast.Name] = []
-    stack: list[ast.AST] = list(stmts)
+    stack: list = list(stmts)
+    AST, Name = ast.AST, ast.Name
     while stack:
         n = stack.pop()
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
-                          ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-            continue
-        if isinstance(n, ast.Name):
+        if isinstance(n, Name):
             out.append(n)
-        stack.extend(ast.iter_child_nodes(n))
+            continue
+        if isinstance(n, _SCOPES):
+            continue
+        for name in n._fields:
+            v = getattr(n, name, None)
+            if isinstance(v, AST):
+                stack.append(v)
+            elif isinstance(v, list):
+                stack.extend(x for x in v if isinstance(x, AST))
     out.sort(key=lambda n: (n.lineno, n.col_offset))
     return out
 
@@ -173,29 +198,73 @@ class _FuncInfo:
         self.nargs = nargs
 
 
+class _Positions(Sequence):
+    """(line, column) per instruction in two int arrays: 8 bytes an
+    instruction instead of a list slot and a tuple."""
+
+    def __init__(self):
+        self.lines, self.cols = array("i"), array("i")
+
+    def append(self, position: tuple[int, int]) -> None:
+        self.lines.append(position[0])
+        self.cols.append(position[1])
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def __getitem__(self, pc):
+        if isinstance(pc, slice):
+            return [self[i] for i in range(*pc.indices(len(self)))]
+        return self.lines[pc], self.cols[pc]
+
+
+class _CompactAssembler(Assembler):
+    """An Assembler whose equal instructions are one shared tuple and whose
+    positions are compact, so a big module's bytecode costs a few bytes per
+    source byte."""
+
+    def __init__(self, name: str, language: str):
+        super().__init__(name, language)
+        self.program.positions = _Positions()
+        self._shared: dict[tuple[int, int], tuple[int, int]] = {}
+
+    def emit(self, name: str, arg: int | Label = 0) -> int:
+        pc = super().emit(name, arg)
+        code = self.program.code
+        code[pc] = self._shared.setdefault(code[pc], code[pc])
+        return pc
+
+
 class _ModuleCompiler:
     def __init__(self, filename: str):
         self.filename = filename
-        self.asm = Assembler(filename, LANGUAGE)
+        self.asm = _CompactAssembler(filename, LANGUAGE)
         self.functions: dict[str, _FuncInfo] = {}
         self.defs: list[ast.FunctionDef] = []
         self.main_body: list[ast.stmt] = []
+        # added to the lines of the nodes being compiled (a piece of a big module)
+        self.line_offset = 0
 
     def error(self, node: Optional[ast.AST], msg: str) -> FrontendError:
-        line = getattr(node, "lineno", 1) or 1
+        line = (getattr(node, "lineno", 1) or 1) + self.line_offset
         col = (getattr(node, "col_offset", 0) or 0) + 1
         return FrontendError(f"{self.filename}:{line}:{col}: {msg}")
 
     # -- module structure ----------------------------------------------------
 
-    def collect(self, stmts: list[ast.stmt]) -> None:
+    def collect(self, stmts: list[ast.stmt], main: list | None = None,
+                defs: bool = True) -> None:
+        """defs to the function table (unless defs=False), the other
+        statements to `main` (self.main_body by default)."""
+        main = self.main_body if main is None else main
         for s in stmts:
             if isinstance(s, ast.FunctionDef):
-                self.add_def(s)
+                if defs:
+                    self.add_def(s)
             elif _is_main_guard(s):
-                self.collect(s.body)   # always true: the else branch never runs
+                self.collect(s.body, main, defs)   # always true: the else branch never runs
             else:
-                self.main_body.append(s)
+                main.append(s)
 
     def add_def(self, node: ast.FunctionDef) -> None:
         if node.decorator_list:
@@ -235,6 +304,47 @@ class _ModuleCompiler:
         program.functions = functions
         return program
 
+    def compile_pieces(self, pieces: Callable[[], Iterator[tuple[int, list[ast.stmt]]]]
+                       ) -> Program:
+        """compile() for a big module given as pieces of top-level statements
+        with their line offsets (each call of pieces() parses them anew): the
+        main body is never held whole, only the defs are.  Pass 1 collects the
+        defs and the main body's names, pass 2 compiles the main body piece by
+        piece, with line_offset making its positions absolute."""
+        first: dict[str, tuple[int, int]] = {}   # main's names: first (line, col)
+        assigned: set[str] = set()
+        for offset, stmts in pieces():
+            for d in _defs_in(stmts):            # kept: their lines made absolute
+                ast.increment_lineno(d, offset)
+            main: list[ast.stmt] = []
+            self.collect(stmts, main)
+            for n in _names_in(main):
+                first.setdefault(n.id, (n.lineno + offset, n.col_offset))
+                if isinstance(n.ctx, ast.Store):
+                    assigned.add(n.id)
+        names = [ast.Name(id=name, ctx=ast.Store() if name in assigned else ast.Load(),
+                          lineno=line, col_offset=col) for name, (line, col) in first.items()]
+        del first
+
+        def main_body() -> Iterator[ast.stmt]:
+            for offset, stmts in pieces():
+                main: list[ast.stmt] = []
+                self.collect(stmts, main, defs=False)
+                self.line_offset = offset
+                yield from main
+            self.line_offset = 0
+        functions: list[Function] = []
+        main = _FunctionCompiler(self, "<module>", [], main_body(), None)
+        main.names = names
+        functions.append(main.compile())
+        for node in self.defs:
+            params = node.args.posonlyargs + node.args.args
+            fc = _FunctionCompiler(self, node.name, params, node.body, node)
+            functions.append(fc.compile())
+        program = self.asm.finish()
+        program.functions = functions
+        return program
+
 
 class _FunctionCompiler:
     def __init__(self, module: _ModuleCompiler, name: str, params: list[ast.arg],
@@ -242,6 +352,7 @@ class _FunctionCompiler:
         self.m = module
         self.asm = module.asm
         self.name = name
+        self.names: list[ast.Name] | None = None   # the body's names, when given ready
         self.params = params
         self.body = body
         self.node = node
@@ -261,7 +372,7 @@ class _FunctionCompiler:
     # -- emission, skipping code that cannot be reached -------------------------
 
     def at(self, node: ast.AST) -> None:
-        self.asm.position = (node.lineno, node.col_offset + 1)
+        self.asm.position = (node.lineno + self.m.line_offset, node.col_offset + 1)
 
     def emit(self, name: str, arg: int | Label = 0) -> None:
         if not self.reachable:
@@ -298,7 +409,7 @@ class _FunctionCompiler:
             self.check_assignable(p.arg, p)
             self.slots[p.arg] = len(self.local_names)
             self.local_names.append(p.arg)
-        names = _names_in(self.body)
+        names = self.names if self.names is not None else _names_in(self.body)
         assigned = {n.id for n in names if isinstance(n.ctx, ast.Store)}
         for n in names:
             if n.id in assigned and n.id not in self.slots:
@@ -330,11 +441,13 @@ class _FunctionCompiler:
         self.setup_locals()
         entry = self.asm.pc
         self.asm.position = (self.node.lineno, self.node.col_offset + 1) if self.node else (1, 1)
-        self.block(self.body)
+        end_line = None
+        for s in self.body:      # an iterator for a big module's main body
+            self.stmt(s)
+            end_line = (getattr(s, "end_lineno", None) or s.lineno) + self.m.line_offset
         if self.is_main:
-            if self.body:
-                last = self.body[-1]
-                self.asm.position = (getattr(last, "end_lineno", None) or last.lineno, 1)
+            if end_line is not None:
+                self.asm.position = (end_line, 1)
             self.emit("HALT")
         else:
             self.at(self.node)
@@ -375,6 +488,9 @@ class _FunctionCompiler:
         self.emit("POP")
 
     def stmt_Assign(self, node: ast.Assign) -> None:
+        if any(isinstance(t, (ast.Tuple, ast.List)) for t in node.targets):
+            self.unpack_assign(node)
+            return
         for t in node.targets:
             if not isinstance(t, ast.Name):
                 raise self.error(t, f"unsupported assignment target: {_describe(t, _EXPR_NAMES)}")
@@ -384,6 +500,76 @@ class _FunctionCompiler:
                 self.at(node)
                 self.emit("DUP")
             self.store(t)
+
+    def unpack_pairs(self, target: ast.expr, value: ast.expr) -> list[ast.Name]:
+        """The names `target` binds, one per leaf of the literal `value`, in
+        order; shapes that do not match are errors here, at compile time
+        (Python raises ValueError when the statement runs)."""
+        if isinstance(target, ast.Name):
+            if isinstance(value, (ast.Tuple, ast.List)):
+                raise self.error(value, f"unsupported value: a {_describe(value, _EXPR_NAMES)} "
+                                        f"assigned to '{target.id}' (only ints are values)")
+            return [target]
+        if isinstance(target, ast.Starred):
+            raise self.error(target, "unsupported starred assignment target")
+        if not isinstance(target, (ast.Tuple, ast.List)):
+            raise self.error(target, f"unsupported assignment target: "
+                                     f"{_describe(target, _EXPR_NAMES)}")
+        if not isinstance(value, (ast.Tuple, ast.List)):
+            raise self.error(value, "unsupported unpacking of a value that is not a tuple or "
+                                    "list literal")
+        for v in value.elts:
+            if isinstance(v, ast.Starred):
+                raise self.error(v, "unsupported starred expression")
+        want, got = len(target.elts), len(value.elts)
+        if got > want:
+            raise self.error(target, f"too many values to unpack (expected {want}, got {got})")
+        if got < want:
+            raise self.error(target, f"not enough values to unpack (expected {want}, "
+                                     f"got {got})")
+        names: list[ast.Name] = []
+        for t, v in zip(target.elts, value.elts):
+            names.extend(self.unpack_pairs(t, v))
+        return names
+
+    def value_leaves(self, value: ast.expr) -> list[ast.expr]:
+        if isinstance(value, (ast.Tuple, ast.List)):
+            return [leaf for v in value.elts for leaf in self.value_leaves(v)]
+        return [value]
+
+    def unpack_assign(self, node: ast.Assign) -> None:
+        """`a, b = b, a % b`: every value is evaluated, left to right, onto the
+        stack before any store; then the names are stored left to right, as
+        Python does, so with a name twice (`a, a = 1, 2`) the last one wins."""
+        targets = [self.unpack_pairs(t, node.value) for t in node.targets]
+        leaves = self.value_leaves(node.value)
+        for v in leaves:
+            self.expr(v)
+        if len(targets) == 1:
+            # the stack pops the last value first: storing right to left, a
+            # name already stored from further right is the one Python keeps
+            stored: set[str] = set()
+            for name in reversed(targets[0]):
+                if name.id in stored:
+                    self.at(name)
+                    self.emit("POP")
+                else:
+                    self.store(name)
+                    stored.add(name.id)
+            return
+        # a = b, c = 1, 2 (several targets): the values go to temporaries,
+        # then each target is stored from them, target after target
+        temps = [self.temp() for _ in leaves]
+        self.at(node)
+        for t in reversed(temps):
+            self.emit("STORE_LOCAL", t)
+        for names in targets:
+            for name, t in zip(names, temps):
+                self.at(name)
+                self.emit("LOAD_LOCAL", t)
+                self.store(name)
+        for t in reversed(temps):
+            self.release(t)
 
     def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
         if not isinstance(node.target, ast.Name):
@@ -796,31 +982,130 @@ class _FunctionCompiler:
 
 def compile_source(source: str, filename: str = "<minipy>") -> Program:
     """Compile minipy source to an (unverified) Program; errors are FrontendError."""
+    if source.startswith("\ufeff"):
+        source = source[1:]   # a UTF-8 byte-order mark, which Python accepts too
     # the compiler recurses over the tree: allow long `1 + 1 + ... + 1` chains
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
+    # an AST is millions of objects on a big file and none of them cyclic:
+    # the cyclic garbage collector would rescan them again and again (5x the time)
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return _compile(source, filename)
     finally:
         sys.setrecursionlimit(limit)
+        if collecting:
+            gc.enable()
+
+
+# Python's parser needs a few hundred bytes of memory per source byte: a big
+# module is parsed in pieces of about this many characters, cut before lines
+# at column 0.  A cut inside a construct (a string, brackets, a backslash,
+# an else) leaves a piece that does not parse, and then the module is parsed
+# whole, which gives the exact result or error.
+_PIECE = 1 << 18
+_CONTINUATIONS = ("else", "elif", "except", "finally")
+
+
+def _cuts(source: str) -> list[tuple[int, int, int]]:
+    """(start, end, first line) of each piece."""
+    out, start, line, n = [], 0, 1, len(source)
+    while start < n:
+        end = source.find("\n", start + _PIECE)
+        while end >= 0:
+            c = source[end + 1:end + 2]
+            if c and c not in " \t\f\r\n#)]}" and \
+                    not source.startswith(_CONTINUATIONS, end + 1):
+                break
+            end = source.find("\n", end + 1)
+        end = n if end < 0 else end + 1
+        out.append((start, end, line))
+        line += source.count("\n", start, end)
+        start = end
+    return out
+
+
+class _CutInsideAConstruct(Exception):
+    pass
+
+
+def _pieces(source: str, filename: str, cuts):
+    """A function that parses the pieces anew each call: (line offset, statements)."""
+    def parse_all() -> Iterator[tuple[int, list[ast.stmt]]]:
+        for start, end, line in cuts:
+            try:
+                tree = ast.parse(source[start:end], filename=filename)
+            except (SyntaxError, ValueError, RecursionError):
+                raise _CutInsideAConstruct from None
+            yield line - 1, tree.body
+    return parse_all
+
+
+def _defs_in(stmts: list[ast.stmt]) -> Iterator[ast.FunctionDef]:
+    """The module-level defs, also those under `if __name__ == "__main__":`."""
+    for s in stmts:
+        if isinstance(s, ast.FunctionDef):
+            yield s
+        elif _is_main_guard(s):
+            yield from _defs_in(s.body)
+
+
+def _compile_in_pieces(source: str, filename: str) -> Program | None:
+    """The program, or None when a piece does not parse alone."""
+    cuts = _cuts(source)
+    if len(cuts) < 2:
+        return None
+    try:
+        return _ModuleCompiler(filename).compile_pieces(_pieces(source, filename, cuts))
+    except _CutInsideAConstruct:
+        return None
+    except FrontendError:
+        # a compile error in an early piece: Python reports a syntax error
+        # anywhere in the file first, so every piece must parse before it counts
+        try:
+            for _ in _pieces(source, filename, cuts)():
+                pass
+        except _CutInsideAConstruct:
+            return None
+        raise
 
 
 def _compile(source: str, filename: str) -> Program:
+    if len(source) > 2 * _PIECE:
+        try:
+            program = _compile_in_pieces(source, filename)
+        except RecursionError:
+            raise FrontendError(_too_deep(filename)) from None
+        except MemoryError:
+            raise FrontendError(_out_of_memory(filename, source)) from None
+        if program is not None:
+            return program
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as e:
         line = e.lineno or 1
         col = e.offset or 1
         raise FrontendError(f"{filename}:{line}:{col}: syntax error: {e.msg}") from None
-    except (RecursionError, MemoryError):
+    except RecursionError:
         raise FrontendError(_too_deep(filename)) from None
+    except MemoryError:
+        raise FrontendError(_out_of_memory(filename, source)) from None
     except ValueError as e:   # e.g. NUL bytes in the source
         raise FrontendError(f"{filename}:1:1: cannot parse: {e}") from None
     try:
         return _ModuleCompiler(filename).compile(tree)
     except RecursionError:
         raise FrontendError(_too_deep(filename)) from None
+    except MemoryError:
+        raise FrontendError(_out_of_memory(filename, source)) from None
 
 
 def _too_deep(filename: str) -> str:
     return f"{filename}:1:1: unsupported nesting depth (expression or block nested too deeply)"
+
+
+def _out_of_memory(filename: str, source: str) -> str:
+    # Python's parser needs a few hundred bytes per source byte
+    return (f"{filename}: out of memory compiling {len(source):,} characters of minipy "
+            f"(Python's parser needs about 300 bytes of memory per source byte)")

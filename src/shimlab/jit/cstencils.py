@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import subprocess
 import tempfile
 from functools import lru_cache
@@ -59,6 +60,10 @@ extern char _JIT_CONST[];
 #undef OUTPUT
 #define OUTPUT(b) do { if (vm->out_len >= vm->out_cap) FAIL(0); \\
     vm->out[vm->out_len++] = (uint8_t)(b); } while (0)
+/* input: an empty buffer before the end deopts too (the interpreter reads on) */
+#undef INPUT_TO
+#define INPUT_TO(p) do { if (vm->in_pos < vm->in_len) *(p) = vm->in[vm->in_pos++]; \\
+    else if (!vm->in_eof) FAIL(0); } while (0)
 """
 
 
@@ -167,9 +172,9 @@ def load(cc: str | None = None) -> dict:
     text, names = source()
     key = _input_hash(compiler, text)
     path = cache_root() / f"cstencils-{compiler.name}-{key}.json"
-    if path.exists():
-        data = json.loads(path.read_text())
-        return {n: Stencil.from_json(d) for n, d in data.items()}
+    cached = _read_cache(path)
+    if cached is not None:
+        return cached
     with tempfile.TemporaryDirectory(prefix="shimlab-cstencils-") as tmp:
         (Path(tmp) / "stencils.c").write_text(text)
         proc = subprocess.run([compiler.path, *FLAGS, "-I", str(CSRC), "stencils.c", "-o",
@@ -182,8 +187,34 @@ def load(cc: str | None = None) -> dict:
     for name, (code, holes) in _extract(obj, names).items():
         out[name] = Stencil(name, code, holes, f"{isa.BY_NAME[name.split(':')[0]].doc} "
                             f"({compiler.name})", disassemble(code, holes))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmpfile = path.with_suffix(".tmp")
-    tmpfile.write_text(json.dumps({n: s.to_json() for n, s in out.items()}))
-    tmpfile.replace(path)
+    _write_cache(path, json.dumps({n: s.to_json() for n, s in out.items()}))
     return out
+
+
+def _read_cache(path: Path) -> dict | None:
+    """The cached stencils, or None to build them (no entry, or one that does
+    not parse: it is rebuilt and replaced)."""
+    try:
+        data = json.loads(path.read_text())
+        return {n: Stencil.from_json(d) for n, d in data.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _write_cache(path: Path, text: str) -> None:
+    """Write the entry under a temporary name of this writer's own, then
+    rename it into place: concurrent writers (several `stencils test` on an
+    empty cache) each replace the entry whole, and a reader sees either no
+    entry or a complete one, never another writer's half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
