@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Sets up everything shimlab needs on Debian 12 (bookworm), idempotently:
-#   1. apt packages (compilers, valgrind, perf, PeachPy), only the missing ones;
-#   2. .venv from the python3 on PATH (>= 3.11), `pip install -e '.[test]'`;
-#   3. Debian's PeachPy made importable from .venv (a symlink + a .pth file,
-#      NOT all of /usr/lib/python3/dist-packages, whose old numpy/matplotlib
-#      would shadow PyPI's).
+#   1. apt packages (compilers, valgrind, perf, PeachPy, capstone), only the missing ones;
+#   2. .venv from the python3 on PATH (>= 3.11), `pip install -e '.[test,kernel]'`
+#      (the kernel extra: ipykernel and nbclient, which a test runs a notebook with);
+#   3. Debian's PeachPy and capstone made importable from .venv (a symlink
+#      each + a .pth file, NOT all of /usr/lib/python3/dist-packages, whose
+#      old numpy/matplotlib would shadow PyPI's).
 # A second run is fast: a stamp (.venv/.shimlab-setup) keyed on a hash of
 # pyproject.toml and this script short-circuits everything once the required
 # packages are installed and the venv imports shimlab and PeachPy.
@@ -27,7 +28,7 @@ STAMP="$VENV/.shimlab-setup"
 PEACHPY_LINKDIR="$VENV/debian-peachpy"
 PTH_NAME="shimlab-debian-peachpy.pth"
 
-REQUIRED_PKGS=(clang-19 gcc-12 valgrind python3-peachpy binutils make)
+REQUIRED_PKGS=(clang-19 gcc-12 valgrind python3-peachpy python3-capstone binutils make)
 OPTIONAL_PKGS=(clang-22 gcc-11 linux-perf)
 
 say()  { printf 'setup: %s\n' "$*"; }
@@ -124,6 +125,8 @@ stamp_key() {
 }
 
 VERIFY_PEACHPY='from peachpy.x86_64 import ADD, r13; assert bytes(ADD(r13, 1).encode()).hex() == "4983c501"'
+# through shimlab's own loader of it (shimlab.disasm), which the dis commands use
+VERIFY_CAPSTONE='from shimlab import disasm; assert disasm.disassemble(bytes([0xff, 0xe0]))[0].indirect_jump'
 
 venv_ok() {
     [[ -x "$VENV/bin/python" ]] \
@@ -143,9 +146,9 @@ ensure_venv() {
         say "creating $VENV from $(command -v "$PYTHON") ($("$PYTHON" -c 'import sys; print(sys.version.split()[0])'))"
         "$PYTHON" -m venv "$VENV"
     fi
-    say "pip install -e '.[test]'"
-    "$VENV/bin/python" -m pip install -qq --disable-pip-version-check -e "$ROOT[test]" \
-        || die "pip install -e '.[test]' failed (see above)"
+    say "pip install -e '.[test,kernel]'"
+    "$VENV/bin/python" -m pip install -qq --disable-pip-version-check -e "$ROOT[test,kernel]" \
+        || die "pip install -e '.[test,kernel]' failed (see above)"
 }
 
 link_peachpy() {
@@ -171,6 +174,24 @@ link_peachpy() {
     say "PeachPy linked from $src"
 }
 
+# Debian's python3-capstone (the disassembler of `shimlab dis --native` and the
+# stencil listings) into the same folder as PeachPy: the .pth above covers it.
+link_capstone() {
+    local src=""
+    src="$(dpkg-query -L python3-capstone 2>/dev/null | grep -m1 '/capstone/__init__\.py$' || true)"
+    src="${src%/__init__.py}"
+    [[ -n "$src" ]] || src=/usr/lib/python3/dist-packages/capstone
+    if [[ " ${SHIMLAB_FAKE_MISSING:-} " == *" python3-capstone "* ]]; then src=/nonexistent/capstone; fi
+    if [[ ! -f "$src/__init__.py" ]]; then
+        die "capstone missing: apt-get install python3-capstone (then make setup)"
+    fi
+    mkdir -p "$PEACHPY_LINKDIR"
+    ln -sfn "$src" "$PEACHPY_LINKDIR/capstone"
+    "$VENV/bin/python" -c "$VERIFY_CAPSTONE" \
+        || die "capstone is not importable from $VENV (apt-get install python3-capstone)"
+    say "capstone linked from $src"
+}
+
 # ------------------------------------------------------------------- fast path
 
 fast_path_ok() {
@@ -180,6 +201,7 @@ fast_path_ok() {
     [[ -z "$(missing_pkgs "${REQUIRED_PKGS[@]}")" ]] || return 1
     [[ -x "$VENV/bin/shimlab" ]] || return 1
     "$VENV/bin/python" -c "import shimlab; $VERIFY_PEACHPY" 2>/dev/null || return 1
+    "$VENV/bin/python" -c "$VERIFY_CAPSTONE" 2>/dev/null || return 1
 }
 
 if fast_path_ok; then
@@ -192,5 +214,6 @@ fi
 ensure_apt_packages
 ensure_venv
 link_peachpy
+link_capstone
 stamp_key > "$STAMP"
 say "done: $VENV ready (try: make demo, make test)"

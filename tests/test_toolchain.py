@@ -91,8 +91,13 @@ def test_clang19_has_every_feature():
     assert clang.family == "clang"
     assert clang.features == frozenset(toolchain.FEATURES)
     assert clang.modes == modes.NAMES
+    others = [cc for cc in toolchain.find_compilers()
+              if cc.name != "clang-19" and cc.supports("computed_goto")]
     for mode in modes.MODES.values():
-        assert toolchain.default_compiler(mode.features).name == "clang-19", mode.name
+        # computed-goto builds avoid clang 19's merged dispatch when they can
+        goto = "computed_goto" in mode.features and others
+        assert (toolchain.default_compiler(mode.features).name != "clang-19") == bool(goto), \
+            mode.name
     assert toolchain.get_compiler(None).name == "clang-19"
 
 

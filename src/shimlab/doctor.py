@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from . import modes, perfcounter, toolchain
-from .errors import ToolchainError
+from .errors import ShimlabError, ToolchainError
 
 PEACHPY_MISSING = "PeachPy missing: apt-get install python3-peachpy (then make setup)"
 
@@ -55,13 +55,47 @@ def default_section() -> tuple[list[str], list[str]]:
         need = modes.get(mode).features
         try:
             cc = toolchain.default_compiler(need)
-            lines.append(f"  {mode:<{width}} {cc.name}")
+            lines.append(f"  {mode:<{width}} {cc.name}" + baseline_note(mode, cc))
         except ToolchainError as e:
             lines.append(f"  {mode:<{width}} NONE: {e}")
             # clang-19 builds every mode, whichever one is missing
             if toolchain.PREFERRED not in fixes:
                 fixes.append(toolchain.PREFERRED)
     return lines, fixes
+
+
+def baseline_note(mode: str, cc) -> str:
+    """For the goto mode, the baseline check of its default build: the default
+    is chosen to keep one dispatch jump per handler, and this says whether it does."""
+    if mode != "goto":
+        return ""
+    skipped = sorted(toolchain.MERGES_COMPUTED_GOTO - {cc.name})
+    why = f"; {', '.join(skipped)} skipped: its goto dispatch merges" if skipped else ""
+    from .interp import build, dispatch_check
+    try:
+        report = dispatch_check.analyze(build.build(mode, cc.name))
+    except ShimlabError as e:
+        return f"  (baseline check failed to run: {e})"
+    if report.flagged:
+        return ("  (baseline check: MERGED, a broken goto baseline; install gcc-12 or "
+                "clang-22 for one that keeps a dispatch jump per handler)")
+    own = sum(1 for h in report.handlers if h.own_sites)
+    return (f"  (baseline check passes: {own} of {len(report.handlers)} handlers dispatch "
+            f"on their own{why})")
+
+
+def capstone_section() -> list[str]:
+    """The disassembler of `dis --native`, the stencil listings and the contract probe."""
+    from . import disasm
+    try:
+        insn = disasm.disassemble(bytes([0x41, 0xff, 0x24, 0xc6]))[0]   # jmp [r14 + rax*8]
+    except ShimlabError as e:
+        return [f"  {e}"]
+    import capstone
+    where = os.path.dirname(capstone.__file__)
+    check = "(ok)" if insn.indirect_jump else "(WRONG: not seen as an indirect jump)"
+    return [f"  capstone {capstone.__version__} importable from {where}",
+            f"  reads {insn.text} as an indirect jump {check}"]
 
 
 def peachpy_section() -> list[str]:
@@ -186,6 +220,8 @@ def run(out=sys.stdout) -> int:
     emit(default_lines)
     emit(["", "PeachPy (stencils):"])
     emit(peachpy_section())
+    emit(["", "capstone (dis --native, stencil listings):"])
+    emit(capstone_section())
     emit(["", "valgrind:"])
     emit(valgrind_section())
     emit(["", "hardware performance counters:"])

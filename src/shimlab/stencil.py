@@ -6,8 +6,6 @@ the asm interpreter, the stencil tools) reads them; none imports a producer.
 """
 from __future__ import annotations
 
-import subprocess
-import tempfile
 from dataclasses import dataclass
 
 from .errors import ShimlabError
@@ -31,8 +29,16 @@ HOLE_WIDTH = {
     "tally": 8,        # absolute address of a trace's entry or exit counter (--stats)
     "continue": 4,     # rel32 to the end of the stencil (compiler-built stencils' early exits)
     "handler_abs": 8,  # absolute address of a C handler (a trace mapped too far for rel32)
+    "cell": 4,         # byte offset of a tape cell from the head register, disp32
+    "cell2": 4,        # a second cell's offset (a multiply's counter, a range's top), disp32
+    "byte": 4,         # a cell value (0..255), imm32
+    "local2": 4,       # a second local's byte offset from fp (a fused instruction's right operand)
+    "oparg2": 4,       # a second immediate (a fused instruction's right operand), imm32
+    "heat": 8,         # absolute address of a side exit's countdown to recording a trace
+    "rec_table": 8,    # absolute address of the recorder's dispatch table
+    "link": 4,         # rel32 to another trace's entry (a linked exit)
 }
-REL32 = ("deopt", "branch", "loop", "handler", "continue")
+REL32 = ("deopt", "branch", "loop", "handler", "continue", "link")
 
 # Placeholders: a fixed prefix no real operand of a small stencil takes, then
 # a distinct low byte per kind.  imm32 placeholders are positive and above
@@ -87,28 +93,12 @@ def find_holes(name: str, code: bytes, declared: list[str]) -> tuple[Hole, ...]:
 
 
 def disassemble(code: bytes, holes=()) -> str:
-    """objdump's listing of raw stencil bytes, hole bytes marked."""
+    """Raw stencil bytes as a listing (capstone, Intel syntax), hole bytes marked."""
     if not code:
         return "    (empty: emits no code)\n"
-    with tempfile.NamedTemporaryFile(suffix=".bin") as f:
-        f.write(code)
-        f.flush()
-        out = subprocess.run(["objdump", "-D", "-b", "binary", "-m", "i386:x86-64",
-                              "-M", "intel", "--insn-width=12", f.name], capture_output=True, text=True)
-    if out.returncode != 0:
-        return f"    (objdump failed: {out.stderr.strip()})\n"
-    lines = []
-    for line in out.stdout.splitlines():
-        parts = line.split("\t")
-        if len(parts) < 2 or not parts[0].strip().rstrip(":").strip():
-            continue
-        try:
-            start = int(parts[0].strip().rstrip(":"), 16)
-        except ValueError:
-            continue
-        size = len(parts[1].split())
-        text = parts[2] if len(parts) > 2 else ""
-        marks = [f"{h.kind}@{h.offset}" for h in holes if start <= h.offset < start + size]
-        lines.append(f"    {start:4x}: {parts[1].strip():<32} {text.strip()}"
-                     + (f"    <- hole {', '.join(marks)}" if marks else ""))
-    return "\n".join(lines) + "\n"
+    from . import disasm        # capstone loads only when a listing is made
+
+    def marks(i) -> str | None:
+        found = [f"{h.kind}@{h.offset}" for h in holes if i.addr <= h.offset < i.end]
+        return f"hole {', '.join(found)}" if found else None
+    return disasm.listing(disasm.disassemble(code), marks)

@@ -6,12 +6,12 @@ from vm.h and jit_interp.h, so the Python view cannot drift from the C one.
 """
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 from functools import lru_cache
 
-import cffi
-
-from ..paths import CSRC
+from ..paths import CSRC, cache_root
 
 # The driver's and the JIT support's functions (csrc/driver.c, shim.c, jitmem.c).
 FUNCTIONS = """
@@ -27,12 +27,14 @@ int sl_bench(sl_vm *vm, int32_t warmup, int32_t samples, uint64_t *cycles, int64
 uint64_t sl_tsc_now(void);
 int64_t sl_clock_ns(void);
 extern const void *sl_handler_addrs[];
-int sl_jit_map(size_t size, void *hint, int dual, void **rw, void **rx);
+int sl_jit_map(size_t size, void *hint, int dual, void **rw, void **rx, int *fd);
 int sl_jit_seal(void *rw, void *rx, size_t size);
-int sl_jit_unmap(void *p, size_t size);
+int sl_jit_unmap(void *p, size_t size, int fd);
+int sl_jit_patch(void *rx, size_t size, int fd, void *at, const void *src, size_t n);
 const sl_instr *sl_jit_run_trace(sl_vm *vm, void *trace);
 uint64_t sl_time_code(void *fn, uint64_t n);
 extern const void *sl_jit_enter_handler;
+extern const void *sl_jit_rec_table;
 extern const void *const sl_jit_enter_copies[];
 """
 
@@ -40,13 +42,52 @@ _DEFINE = re.compile(r"^#define\s+(SL_\w+)\s+(\d+)\s*(?:/\*.*)?$", re.M)
 
 
 @lru_cache(maxsize=None)
-def ffi() -> cffi.FFI:
+def ffi():
+    """The declarations as a cffi FFI.  Parsing them (pycparser) is most of a
+    short run's start-up, so the parsed form is kept in the build cache as
+    cffi's out-of-line module and loaded from there while the text is unchanged."""
     text = (CSRC / "vm.h").read_text()
     m = re.search(r"/\* cdef-begin.*?\*/(.*)/\* cdef-end \*/", text, re.S)
-    decls = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)
+    decls = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S) + FUNCTIONS
+    import _cffi_backend        # cffi's C half: the parsed form is tied to its version
+    key = hashlib.sha256(f"{_cffi_backend.__version__}\0{decls}".encode()).hexdigest()[:16]
+    path = cache_root() / "cffi" / f"vmh_{key}.py"
+    try:
+        source = path.read_text()
+    except OSError:
+        source = _emit(decls, path)
+    if source is None:            # the cache cannot be written: parse every time
+        import cffi
+        f = cffi.FFI()
+        f.cdef(decls)
+        return f
+    namespace: dict = {}
+    exec(compile(source, str(path), "exec"), namespace)
+    return namespace["ffi"]
+
+
+def _emit(decls: str, path) -> str | None:
+    """Parses `decls` and writes cffi's out-of-line module for them to `path`
+    (atomically: concurrent first runs each write a whole file)."""
+    import contextlib
+    import io
+    import tempfile
+
+    import cffi
     f = cffi.FFI()
-    f.cdef(decls + FUNCTIONS)
-    return f
+    f.cdef(decls)
+    f.set_source("_shimlab_vmh", None)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".vmh-", suffix=".py", dir=path.parent)
+        os.close(fd)
+        # cffi prints "generating ..." on stdout, which is the program's output
+        with contextlib.redirect_stdout(io.StringIO()):
+            f.emit_python_code(tmp)
+        os.replace(tmp, path)
+        return path.read_text()
+    except OSError:
+        return None
 
 
 @lru_cache(maxsize=None)

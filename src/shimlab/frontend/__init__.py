@@ -1,27 +1,33 @@
 """Front ends: source files to verified bytecode, chosen by file suffix."""
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 from ..bytecode import Program
 from ..errors import FrontendError
-from . import bf, minipy, slbc
+from . import bf
 from .verify import verify
 
 LANGUAGES = {".b": "bf", ".bf": "bf", ".py": "minipy", ".slbc": "bytecode"}
-COMPILERS = {"bf": bf.compile_source, "minipy": minipy.compile_source,
-             "bytecode": slbc.compile_source}
+# language -> the module that compiles it, imported when a program in it comes
+# (a BF run never loads the minipy compiler: `shimlab run` starts fast)
+COMPILERS = {"bf": "bf", "minipy": "minipy", "bytecode": "slbc"}
 
 
-def compile_text(source: str, filename: str, language: str) -> Program:
-    if not source.strip():
+def compile_text(source: str, filename: str, language: str, bf_opt: int = 0) -> Program:
+    """bf_opt: the BF front end's level (frontend/bf.py); other languages ignore it."""
+    if not source or source.isspace():     # not strip(): no copy of a big source
         raise FrontendError(f"{filename}: empty program")
     if language not in COMPILERS:
         raise FrontendError(f"{filename}: unknown language {language!r}")
-    return verify(COMPILERS[language](source, filename))
+    if language == "bf":
+        return verify(bf.compile_source(source, filename, bf_opt))
+    module = importlib.import_module(f".{COMPILERS[language]}", __name__)
+    return verify(module.compile_source(source, filename))
 
 
-def load_program(path: str | Path) -> Program:
+def load_program(path: str | Path, bf_opt: int = 0) -> Program:
     """Read, compile and verify a program; every failure is a FrontendError."""
     path = Path(path)
     language = LANGUAGES.get(path.suffix.lower())
@@ -43,4 +49,5 @@ def load_program(path: str | Path) -> Program:
     except UnicodeDecodeError as e:
         raise FrontendError(f"{path}: binary data, not a program (invalid UTF-8 at offset "
                             f"{e.start})") from None
-    return compile_text(text, str(path), language)
+    del data        # a big source is held once, as text, while it compiles
+    return compile_text(text, str(path), language, bf_opt)

@@ -1,0 +1,76 @@
+"""`shimlab run` starts fast: a tiny run imports what running needs and nothing else.
+
+Read from `python -X importtime`, which names every module a process imports:
+no numpy, no benchmark suites, no JIT for an interpreter mode, and no C parser
+(cffi's parsed declarations come from the build cache).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import EXAMPLES
+
+HELLO = str(EXAMPLES / "bf" / "hello.bf")
+# never needed to run a program on an interpreter mode (of the JIT, its defaults alone)
+HEAVY = ("numpy", "matplotlib", "pyperf", "shimlab.bench", "pycparser", "cffi.cparser",
+         "shimlab.jit", "jitstubs", "peachpy", "capstone", "shimlab.notebook",
+         "shimlab.reproduce", "subprocess")
+ALLOWED = ("shimlab.jit", "shimlab.jit.defaults")
+
+
+def imported(*argv: str) -> tuple[subprocess.CompletedProcess, set[str]]:
+    env = dict(os.environ)
+    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "shimlab.cli", *argv],
+                       capture_output=True, text=True, env=env, timeout=300)
+    names = {line.rsplit("|", 1)[1].strip() for line in p.stderr.splitlines()
+             if line.startswith("import time:") and "|" in line}
+    return p, names
+
+
+def heavy(names: set[str]) -> list[str]:
+    return sorted(n for n in names if n not in ALLOWED and
+                  any(n == h or n.startswith(h + ".") for h in HEAVY))
+
+
+def test_a_tiny_run_imports_no_numpy_no_benchmarks_no_jit():
+    imported("run", HELLO, "--mode", "tailcall")          # warm the caches (build, cffi)
+    p, names = imported("run", HELLO, "--mode", "tailcall")
+    assert p.returncode == 0 and p.stdout == "Hello from shimlab!\n", p.stderr[-2000:]
+    # the check sees imports (importlib.import_module's own module is not listed)
+    assert "shimlab.vm" in names and "shimlab.interp.loader" in names
+    assert not heavy(names), heavy(names)
+
+
+def test_the_check_sees_the_jit_when_a_jit_mode_runs():
+    from shimlab import modes, toolchain
+    try:
+        toolchain.default_compiler(modes.get("jit-direct").features)
+    except toolchain.ToolchainError:
+        pytest.skip("no compiler here builds the JIT modes")
+    p, names = imported("run", HELLO, "--mode", "jit-direct")
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "shimlab.jit.runtime" in heavy(names)
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["run", "--help"]])
+def test_help_and_version_load_no_command_they_do_not_show(argv):
+    p, names = imported(*argv)
+    assert p.returncode == 0, p.stderr[-2000:]
+    extra = set(heavy(names)) - ({"subprocess"} if argv == ["--version"] else set())  # git
+    assert not extra, extra
+    assert not any(n.startswith("shimlab.cli.") and n.split(".")[2] in
+                   ("bench", "stencils", "compare", "demo", "reproduce") for n in names), names
+
+
+def test_writing_the_cffi_cache_prints_nothing_on_stdout(tmp_path, capfd):
+    """A first run with a new build directory writes the parsed declarations
+    (vmh._emit); stdout is the program's output, so that must be silent."""
+    from shimlab.abi import vmh
+    decls = "typedef struct { int a; } sl_probe;"
+    assert vmh._emit(decls, tmp_path / "cffi" / "vmh_probe.py") is not None
+    out, _ = capfd.readouterr()
+    assert out == ""
