@@ -1,4 +1,6 @@
-"""Builds every stencil and writes the artifact the JIT loads.
+"""Builds the stencils: the standard families into the artifact the JIT
+loads, and each prototype module (jitstubs/'s other files, $SHIMLAB_STENCILS)
+on its own, so that a broken prototype fails only the runs that select it.
 
 The artifact (JSON) holds each stencil's bytes, its hole table and an
 annotated disassembly, headed by a hash of everything that went into it;
@@ -11,8 +13,11 @@ import importlib
 import importlib.util
 import json
 import os
+import re
 import sys
 import tempfile
+import traceback
+import types
 from pathlib import Path
 
 from shimlab import paths
@@ -21,55 +26,46 @@ from shimlab.stencil import PLACEHOLDER, disassemble
 
 from . import asm
 
-FAMILIES = ("stack", "arith", "branch", "tape", "exits")   # then any other module here
+FAMILIES = ("stack", "arith", "branch", "tape", "idioms", "opt", "fused", "exits")
+_NOT_STENCILS = ("__init__", "asm", "build")
+
+
+class PeachPyMissing(asm.AsmError):
+    pass
+
+
+class PrototypeError(asm.AsmError):
+    """A prototype module that did not load: one line, file and line first."""
 
 
 def families() -> list[str]:
-    """The stencil modules: the standard families, then any module a user
-    adds to jitstubs/ (a prototype needs no registration beyond the file)."""
-    extra = sorted(p.stem for p in Path(__file__).parent.glob("*.py")
-                   if p.stem not in FAMILIES + ("__init__", "asm", "build"))
-    return list(FAMILIES) + extra
+    """The standard stencil modules, which the artifact is built from."""
+    return list(FAMILIES)
 
 
 def input_hash(state: dict | None = None) -> str:
-    """Hash of the stencil sources, the VM layout and the register contract."""
+    """Hash of the standard stencils' sources, the VM layout and the register contract."""
     h = hashlib.sha256(json.dumps(state or contract.STATE, sort_keys=True).encode())
-    inputs = sorted(Path(__file__).parent.glob("*.py")) + [
+    here = Path(__file__).parent
+    inputs = sorted(here / f"{m}.py" for m in FAMILIES + _NOT_STENCILS) + [
         paths.CSRC / "vm.h", Path(contract.__file__), paths.SRC / "shimlab" / "stencil.py",
-    ] + user_modules()
+    ]
     for p in inputs:
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
 
-def user_modules() -> list[Path]:
-    """Prototype stencil modules outside the tree: every *.py in the
-    directories named by $SHIMLAB_STENCILS (separated like PATH)."""
-    out = []
+def prototype_modules() -> list[Path]:
+    """Prototype stencil modules: any other *.py in jitstubs/, then every *.py
+    in the directories $SHIMLAB_STENCILS names (separated like PATH; a file
+    there counts as itself).  A name that is neither is kept, so that loading
+    it says what is wrong with it."""
+    here = Path(__file__).parent
+    out = sorted(p for p in here.glob("*.py") if p.stem not in FAMILIES + _NOT_STENCILS)
     for d in filter(None, os.environ.get("SHIMLAB_STENCILS", "").split(os.pathsep)):
-        out += sorted(Path(d).glob("*.py"))
+        d = Path(d).expanduser()
+        out += sorted(d.glob("*.py")) if d.is_dir() else [d]
     return out
-
-
-def _load_user_module(path: Path) -> None:
-    name = f"jitstubs_user.{path.stem}"
-    if name in sys.modules:
-        return
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except asm.AsmError:
-        raise
-    except Exception as e:       # a prototype's own error: name the file, not a traceback
-        del sys.modules[name]
-        raise asm.AsmError(f"{path}: {type(e).__name__}: {e}") from None
-
-
-class PeachPyMissing(asm.AsmError):
-    pass
 
 
 def require_peachpy() -> None:
@@ -79,15 +75,119 @@ def require_peachpy() -> None:
 
 
 def load_families() -> dict:
-    """The registry: every family module and user module imported once.  The
-    stencil functions take the registers as an argument, so one registry
-    serves every register assignment."""
+    """The standard stencils, name -> (fn, doc): every family module imported
+    once.  The stencil functions take the registers as an argument, so one
+    registry serves every register assignment.  Prototypes are not in it."""
     require_peachpy()
-    for fam in families():
+    mods = {f"jitstubs.{fam}" for fam in FAMILIES}
+    for fam in FAMILIES:
         importlib.import_module(f"jitstubs.{fam}")
-    for path in user_modules():
-        _load_user_module(path)
-    return asm.REGISTRY
+    return {name: entry for name, entry in asm.REGISTRY.items() if entry[0].__module__ in mods}
+
+
+# -- prototypes: each module loaded on its own, so a broken one fails alone ------
+
+_loaded: dict[Path, tuple[str, dict]] = {}     # path -> (hash of its source, its registry)
+
+
+def _where(path: Path, e: BaseException, fallback: int | None = None) -> str:
+    """path:line of the innermost frame of `e` in `path` (a SyntaxError's own line)."""
+    line = e.lineno if isinstance(e, SyntaxError) and e.filename == str(path) else None
+    chain = []
+    while e is not None and len(chain) < 8:       # an error re-raised `from None` too
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    for err in reversed(chain):
+        for frame in traceback.extract_tb(err.__traceback__):
+            if frame.filename == str(path):
+                line = frame.lineno
+    line = line or fallback
+    return f"{path}:{line}" if line else str(path)
+
+
+def _describe(e: BaseException) -> str:
+    if isinstance(e, SyntaxError):
+        return f"SyntaxError: {e.msg}"
+    text = " ".join(str(e).split())      # one line, whatever the message
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def declared_names(path: Path) -> list[str]:
+    """The stencil names a module's decorators spell out, read from its text
+    (so a module that does not even import still says what it would define)."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return []
+    return re.findall(r"@\s*(?:\w+\.)*stencil\(\s*[\"']([^\"']+)[\"']", text)
+
+
+def load_prototype(path: Path) -> dict:
+    """The stencils one prototype module registers, name -> (fn, doc).
+
+    The module runs as jitstubs.<something> (so `from .asm import stencil`
+    works as in jitstubs/ itself, and so does `from jitstubs.asm import ...`)
+    against a registry of its own: its names never collide with another
+    module's at import, and a module that fails leaves nothing behind.
+    Loaded again only when its source changed (a notebook editing it)."""
+    path = Path(path)
+    try:
+        source = path.read_bytes()
+    except OSError as e:
+        what = "is not a directory or a .py file" if not path.exists() else \
+            f"cannot be read: {e.strerror}"
+        raise PrototypeError(f"{path} (from $SHIMLAB_STENCILS) {what}") from None
+    digest = hashlib.sha256(source).hexdigest()[:16]
+    if path in _loaded and _loaded[path][0] == digest:
+        return _loaded[path][1]
+    require_peachpy()
+    here = Path(__file__).parent
+    name = f"jitstubs.{path.stem}" if path.parent == here else \
+        f"jitstubs._prototype_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}_{path.stem}"
+    module = types.ModuleType(name)
+    module.__file__, module.__package__ = str(path), "jitstubs"
+    own: dict = {}
+    saved, asm.REGISTRY = asm.REGISTRY, own     # @stencil registers into asm.REGISTRY
+    sys.modules[name] = module
+    try:
+        exec(compile(source, str(path), "exec"), module.__dict__)
+    except (Exception, SystemExit) as e:     # its own error: file and line, no traceback
+        del sys.modules[name]
+        raise PrototypeError(f"{_where(path, e)}: {_describe(e)}") from None
+    finally:
+        asm.REGISTRY = saved
+    _loaded[path] = (digest, own)
+    return own
+
+
+def prototype_hash(path: Path, state: dict | None = None) -> str:
+    """What a prototype module's stencils depend on: its source and the standard inputs."""
+    return hashlib.sha256(Path(path).read_bytes() + input_hash(state).encode()).hexdigest()[:16]
+
+
+def build_prototypes(path: Path, state: dict | None = None) -> dict:
+    """{"hash", "stencils": name -> stencil JSON, "errors": name -> one line}
+    for one prototype module; PrototypeError when the module does not load.
+    A stencil that does not assemble is an error of that stencil only."""
+    registry = load_prototype(path)
+    regs = asm.Regs.of(state)
+    stencils, errors = {}, {}
+    for name, (fn, doc) in registry.items():
+        line = fn.__code__.co_firstlineno
+        try:
+            s = asm.assemble(name, fn, doc, regs)
+        except asm.AsmError as e:     # raised after the body ran: the stencil's own line
+            errors[name] = f"{_where(path, e, line)}: {e}"
+            continue
+        except Exception as e:
+            errors[name] = f"{_where(path, e, line)}: stencil {name}: {_describe(e)}"
+            continue
+        d = s.to_json()
+        d["disassembly"] = disassemble(s.code, s.holes)
+        d["line"] = line
+        stencils[name] = d
+    return {"hash": prototype_hash(path, state), "module": str(path), "stencils": stencils,
+            "errors": errors}
 
 
 def build_all(state: dict | None = None) -> dict:
@@ -107,17 +207,22 @@ def build_all(state: dict | None = None) -> dict:
 
 def write(path: Path, state: dict | None = None) -> dict:
     artifact = build_all(state)
+    write_json(path, artifact)
+    return artifact
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Atomically: a reader sees the old file or the new one, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".stencils-", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(artifact, f, indent=1)
+            json.dump(data, f, indent=1)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
-    return artifact
 
 
 if __name__ == "__main__":

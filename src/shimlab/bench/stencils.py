@@ -1,9 +1,11 @@
-"""`shimlab stencils compare`: PeachPy stencils against compiler-built ones, per instruction.
+"""`shimlab stencils compare`: PeachPy stencils against compiler-built ones,
+per instruction; or two stencils of one instruction (a prototype against the
+standard one, `stencils compare CELL_ADD CELL_ADD:rmw`).
 
 For each instruction a loop repeats a small stack-neutral unit that contains
-it; the JIT traces the loop from one stencil source or the other and the
-cycles of one unit are the run's cycles, less those of the bare loop, over
-the units run.  Code size is the instruction's stencil, as laid in a trace.
+it; the JIT traces the loop with one stencil set or the other and the
+cycles of one unit are the run's cycles, less those of the same set's bare
+loop, over the units run.  Code size is the stencil, as laid in a trace.
 """
 from __future__ import annotations
 
@@ -84,23 +86,25 @@ def program(name: str | None, units: int, n: int):
 
 
 def measure(names: list[str], cc: str | None, units: int, n: int, rounds: int,
-            samples: int) -> dict:
-    """{(source, name or None): [[cycles of each run] for each round]}, rounds
-    interleaving the sources and instructions (run in a child process)."""
+            samples: int, variants: dict | None = None) -> dict:
+    """{(variant, name or None): [[cycles of each run] for each round]},
+    rounds interleaving the variants and instructions (run in a child
+    process).  variants: label -> JIT options (default: each stencil source)."""
+    variants = variants or {s: {"source": s} for s in SOURCES}
     b = build.build("jit-direct", cc)
     progs = {nm: program(nm, units, n) for nm in [None] + names}
     out: dict = {}
     for r in range(rounds):
-        order = [(s, nm) for nm in progs for s in SOURCES]
+        order = [(v, nm) for nm in progs for v in variants]
         if r % 2:
             order.reverse()
-        for source, nm in order:
-            with vm.Loaded(b, progs[nm], jit={"threshold": 1, "source": source}) as loaded:
+        for v, nm in order:
+            with vm.Loaded(b, progs[nm], jit={"threshold": 1, **variants[v]}) as loaded:
                 cycles, _ = loaded.bench(2, samples)
                 traces = len(loaded.jit.stats.traces)
             if traces != 1:
                 raise RuntimeError(f"{nm}: expected one trace, got {traces}")
-            out.setdefault((source, nm), []).append(list(cycles))
+            out.setdefault((v, nm), []).append(list(cycles))
     return out
 
 
@@ -126,15 +130,17 @@ def per_unit(runs: list, bare: list, scale: int, rng, n_boot: int = 2000) -> sta
                             stats.median_estimate(per_run(bare), n_boot, rng))
 
 
-def report(data: dict, names: list[str], cc: str, units: int, n: int, out=sys.stdout) -> list:
+def report(data: dict, names: list[str], cc: str, units: int, n: int, out=None) -> list:
+    out = out or sys.stdout       # at call time: a default bound at import goes stale
     # one Generator: every per-unit estimate is bootstrapped independently
     rng = np.random.default_rng(0)
     st = {s: stencil_store.load(contract.state_of(cc), s, cc) for s in SOURCES}
+    std = stencil_store.standard(contract.state_of(cc))
     rows, result = [], []
     for nm in names:
         est = {s: per_unit(data[(s, nm)], data[(s, None)], n * units, rng) for s in SOURCES}
         ratio = stats.ratio_of(est["clang"], est["peachpy"])
-        size = {s: _stencil_size(st[s], nm) for s in SOURCES}
+        size = {s: _stencil_size(st[s], nm, std) for s in SOURCES}
         rows.append((nm, " ".join(op for op, _ in unit(nm)), size["peachpy"], size["clang"],
                      est["peachpy"].fmt(2), est["clang"].fmt(2), ratio.fmt(2),
                      stats.verdict(ratio.value, ratio.lo, ratio.hi)))
@@ -151,20 +157,95 @@ def report(data: dict, names: list[str], cc: str, units: int, n: int, out=sys.st
     return result
 
 
-def _stencil_size(st: dict, name: str) -> str:
-    sizes = [f"{len(s.code)}" for k, s in st.items() if k.split(":")[0] == name]
+def _stencil_size(st: dict, name: str, std: dict) -> str:
+    # the standard stencils of the instruction only (std): no prototype's size
+    sizes = [f"{len(s.code)}" for k, s in st.items() if k.split(":")[0] == name and k in std]
     return "/".join(sizes)
+
+
+def unit_stencil(name: str) -> str:
+    """The standard stencil the unit of instruction `name` runs in its trace:
+    the instruction's own, or for a conditional jump (by one, so both ways
+    lead on, and the trace records the jump as taken) its :taken variant."""
+    return f"{name}:taken" if isa.BY_NAME[name].flow is isa.Flow.BRANCH else name
+
+
+def pair_variants(a: str, b: str, state: dict | None = None) -> tuple[str, str, dict]:
+    """(instruction, the standard stencil in its unit, label -> JIT options)
+    for comparing stencils a and b; a one-line error when they cannot be."""
+    ins = {stencil_store.instruction_of(x) for x in (a, b)}
+    for x in (a, b):
+        stencil_store.lookup(x, state)          # unknown or broken: its own line
+    if len(ins) != 1 or None in ins:
+        raise ShimlabError(f"cannot compare {a} with {b}: compare two stencils of one "
+                           f"instruction (e.g. CELL_ADD CELL_ADD:rmw)")
+    name = ins.pop()
+    if name not in instructions():
+        raise ShimlabError(f"cannot compare stencils of {name}: it has no unit to time it in "
+                           f"(those that have: {', '.join(instructions())})")
+    key = unit_stencil(name)
+    variants = {}
+    for label, x in (("a", a), ("b", b)):
+        stands_for = stencil_store.replaces(x, state)
+        if stands_for != key:
+            raise ShimlabError(f"cannot compare {x}: the unit of {name} runs {key}, and {x} "
+                               f"stands in for {stands_for or 'no standard stencil'} (name a "
+                               f"prototype of it {key}:VARIANT)")
+        try:
+            stencil_store.check_overrides({key: x}, state)
+        except ShimlabError as e:
+            raise ShimlabError(f"cannot compare {x}: {e}") from None
+        variants[label] = {} if x == key else {"stencils": {key: x}}
+    return name, key, variants
+
+
+def report_pair(data: dict, a: str, b: str, name: str, cc: str, units: int, n: int,
+                out=None) -> dict:
+    out = out or sys.stdout
+    rng = np.random.default_rng(0)
+    st = stencil_store.load(contract.state_of(cc))
+    est = {lbl: per_unit(data[(lbl, name)], data[(lbl, None)], n * units, rng)
+           for lbl in ("a", "b")}
+    ratio = stats.ratio_of(est["b"], est["a"])
+    verdict = stats.verdict(ratio.value, ratio.lo, ratio.hi)
+    rows = [(x, len(st[x].code), est[lbl].fmt(2)) for lbl, x in (("a", a), ("b", b))]
+    print(table(rows, ["stencil", "bytes", "cycles/unit [95% CI]"], align="lrl"), file=out)
+    print(f"\n{b} / {a}: {ratio.fmt(3)} (95% CI): {verdict}", file=out)
+    print(f"(cycles/unit: TSC cycles of one unit, {' '.join(op for op, _ in unit(name))}, in a "
+          f"traced loop ({units} units an iteration, {n} iterations), less the bare loop's "
+          f"under the same stencils, median over runs; {cc}, jit-direct; verdict: is {b} "
+          f"faster or slower than {a})", file=out)
+    return {"instruction": name, "a": a, "b": b, "bytes": {a: len(st[a].code), b: len(st[b].code)},
+            "cycles": {a: est["a"].value, b: est["b"].value},
+            "ratio": ratio.value, "lo": ratio.lo, "hi": ratio.hi, "verdict": verdict}
+
+
+def is_pair(names: list[str]) -> bool:
+    """`stencils compare A B` compares two stencils; a list of plain
+    instruction names compares PeachPy with clang for each."""
+    return len(names) == 2 and (any(":" in n for n in names) or names[0] == names[1])
 
 
 def main(args) -> int:
     cc = toolchain.get_compiler(args.cc, need={"preserve_none", "musttail"}).name
+    n, units = (200, 16) if args.quick else (2000, 32)
+    rounds, samples = (2, 5) if args.quick else (args.rounds, 15)
+    if is_pair(args.instruction):
+        a, b = args.instruction
+        name, _, variants = pair_variants(a, b, contract.state_of(cc))
+        data = isolate.call("stencils compare", _pinned, [name], cc, units, n, rounds, samples,
+                            variants)
+        report_pair(data, a, b, name, cc, units, n)
+        return 0
+    staged = [nm for nm in args.instruction if ":" in nm]
+    if staged:
+        raise ShimlabError(f"{staged[0]} is a stencil, not an instruction: compare two "
+                           f"stencils of one instruction as `stencils compare A B`")
     names = args.instruction or instructions()
     bad = [nm for nm in names if nm not in instructions()]
     if bad:
         raise ShimlabError(f"cannot compare {', '.join(bad)} (choose from "
                            f"{', '.join(instructions())})")
-    n, units = (200, 16) if args.quick else (2000, 32)
-    rounds, samples = (2, 5) if args.quick else (args.rounds, 15)
     data = isolate.call("stencils compare", _pinned, names, cc, units, n, rounds, samples)
     report(data, names, cc, units, n)
     return 0

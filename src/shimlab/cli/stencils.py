@@ -6,8 +6,8 @@ import sys
 from .. import isa, isolate, stenciltest
 from ..bench import stencils as stencil_timing
 from ..bench.table import table
-from ..errors import ShimlabError
 from ..jit import stencils
+from .numbers import nonnegative_int, positive_int
 
 
 def add_parser(sub, help_text: str) -> None:
@@ -15,22 +15,28 @@ def add_parser(sub, help_text: str) -> None:
     s = p.add_subparsers(dest="action", required=True)
     s.add_parser("list", help="every stencil: size, holes, what it does").set_defaults(fn=cmd_list)
     show = s.add_parser("show", help="a stencil's disassembly with its holes marked")
-    show.add_argument("name")
+    show.add_argument("name", help="the stencil, e.g. LOAD_INT or JUMP_IF_FALSE:taken")
     show.set_defaults(fn=cmd_show)
     test = s.add_parser("test", help="run stencils alone from random states against the oracle")
     test.add_argument("name", nargs="*", help="stencils to test (default: all)")
-    test.add_argument("--trials", type=int, default=40)
-    test.add_argument("--seed", type=int, default=0)
+    test.add_argument("--trials", type=positive_int, default=40,
+                      help="random VM states per stencil (default 40)")
+    test.add_argument("--seed", type=nonnegative_int, default=0,
+                      help="seed of the random states (default 0)")
     test.add_argument("--cc", help="compiler for the harness (default: the best one found)")
     test.add_argument("--source", choices=("peachpy", "clang"), default="peachpy",
                       help="PeachPy stencils (jitstubs/) or ones compiled from isa.py's C by --cc")
     test.set_defaults(fn=cmd_test)
-    cmp_ = s.add_parser("compare", help="PeachPy against compiler-built stencils: code size "
-                        "and cycles per instruction in a traced loop, with intervals")
-    cmp_.add_argument("instruction", nargs="*", help="instructions (default: all with a unit)")
+    cmp_ = s.add_parser("compare", help="PeachPy against compiler-built stencils, or two "
+                        "stencils of one instruction (A B): code size and cycles per "
+                        "instruction in a traced loop, with intervals and a verdict")
+    cmp_.add_argument("instruction", nargs="*", metavar="NAME",
+                      help="instructions, each timed with its PeachPy and its clang stencil "
+                           "(default: all with a unit); or two stencils of one instruction, "
+                           "A B (e.g. CELL_ADD CELL_ADD:rmw), timed against each other")
     cmp_.add_argument("--cc", help="the clang that builds the stencils and the interpreter")
     cmp_.add_argument("--quick", action="store_true", help="small loops, few runs")
-    cmp_.add_argument("--rounds", type=int, default=4, help="rounds of runs (default 4)")
+    cmp_.add_argument("--rounds", type=positive_int, default=4, help="rounds of runs (default 4)")
     cmp_.set_defaults(fn=cmd_compare)
 
 
@@ -43,24 +49,27 @@ def cmd_list(args) -> int:
     for s in _load().values():
         base = isa.BY_NAME.get(s.name.split(":")[0])
         doc = " ".join((s.doc or (base.doc if base else "")).split())   # one line in the table
+        where = stencils.origin(s.name)
+        if where:
+            doc = f"{doc} ({where})" if doc else f"({where})"
         rows.append((s.name, len(s.code), ", ".join(h.kind for h in s.holes) or "-", doc))
     print(table(rows, ["stencil", "bytes", "holes", "what it does"], align="lrll"))
+    for why in stencils.problems():       # prototypes that did not build: not listed
+        print(f"shimlab: left out: {why}", file=sys.stderr)
     return 0
 
 
 def _get(name: str):
-    st = _load()
-    if name not in st:
-        close = [n for n in st if n.split(":")[0] == name.split(":")[0].upper()]
-        hint = f" (did you mean {', '.join(close)}?)" if close else \
-            " (shimlab stencils list shows them all)"
-        raise ShimlabError(f"no stencil named {name!r}{hint}")
-    return st[name]
+    """The stencil, or one line: unknown (with names like it), or a broken
+    prototype's file, line and stencil."""
+    return stencils.lookup(name)
 
 
 def cmd_show(args) -> int:
     s = _get(args.name)
-    print(f"{s.name}: {len(s.code)} bytes" + (f" -- {s.doc}" if s.doc else ""))
+    where = stencils.origin(s.name)
+    print(f"{s.name}: {len(s.code)} bytes" + (f" -- {s.doc}" if s.doc else "")
+          + (f" ({where})" if where else ""))
     for h in s.holes:
         print(f"  hole {h.kind:<9} at +{h.offset}, {h.width} bytes")
     print(s.disassembly, end="")
@@ -75,7 +84,12 @@ def cmd_test(args) -> int:
     names = args.name or list(_load(args.source, args.cc))
     for n in names:
         _get(n)
-    bad = 0
+    # testing them all: a prototype that did not build is a failure, named by its line
+    broken = [] if args.name else stencils.problems()
+    for why in broken:
+        print(f"  BAD {why}")
+    bad = len(broken)
+    names_and_broken = len(names) + len(broken)
     for n in names:
         try:
             failures = isolate.call(f"stencil {n}", stenciltest.run_stencil, n, args.trials,
@@ -91,6 +105,7 @@ def cmd_test(args) -> int:
         for f in failures[:3]:
             print(f"        {f}")
         bad += bool(failures)
-    print(f"{len(names) - bad} of {len(names)} stencils agree with the oracle "
-          f"({args.trials} random states each)", file=sys.stderr)
+    print(f"{names_and_broken - bad} of {names_and_broken} stencils agree with the oracle "
+          f"({args.trials} random states each)"
+          + (f"; {len(broken)} prototype(s) did not build" if broken else ""), file=sys.stderr)
     return 1 if bad else 0

@@ -1,5 +1,7 @@
 """Loads the stencil artifact that jitstubs/build.py writes, rebuilding it
-when any of its inputs changed (the artifact is headed by their hash).
+when any of its inputs changed (the artifact is headed by their hash), and
+the prototype modules one by one (jitstubs/'s other files, $SHIMLAB_STENCILS),
+each cached apart, so a broken one fails only the runs that select it.
 
 A prototype can also be registered at run time (register, extra_stencils):
 it lives in this process and the children forked from it, never in the
@@ -8,8 +10,10 @@ like a built stencil.  This is how a notebook tries a stencil out."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -33,17 +37,22 @@ SOURCES = ("peachpy", "clang")
 def load(state: dict | None = None, source: str = "peachpy", cc: str | None = None) -> dict:
     """name -> shimlab.stencil.Stencil (with .disassembly), current with its
     sources, written against the register assignment `state` (default: the
-    static contract; contract.state_of(cc) for a compiler's own).  With
-    source "clang" the instruction stencils are compiled from C by `cc`
-    (jit/cstencils.py) and the exits and counters stay PeachPy's."""
-    peachpy = _load(tuple((state or contract.STATE).items()))
-    if _extra:
-        peachpy = {**peachpy, **_extra}
+    static contract; contract.state_of(cc) for a compiler's own): the
+    standard stencils, the prototypes that built (problems() has the others)
+    and those registered at run time.  With source "clang" the instruction
+    stencils are compiled from C by `cc` (jit/cstencils.py) and the exits
+    and counters stay PeachPy's."""
+    items = _items(state)
+    peachpy = {**_load(items), **_prototypes(items).stencils, **_extra}
     if source == "peachpy":
         return peachpy
     if source != "clang":
         raise StencilError(f"unknown stencil source {source!r} (choose from {', '.join(SOURCES)})")
     return {**peachpy, **cstencils.load(cc)}
+
+
+def _items(state: dict | None) -> tuple:
+    return tuple((state or contract.STATE).items())
 
 
 # Stencils registered at run time, by name (see register).
@@ -52,6 +61,7 @@ _extra: dict = {}
 
 @lru_cache(maxsize=None)
 def _load(items: tuple) -> dict:
+    """The standard stencils (jitstubs/'s families), from the artifact."""
     state = dict(items)
     build = jitstubs.build
     build.require_peachpy()
@@ -71,7 +81,217 @@ def _load(items: tuple) -> dict:
     return {name: Stencil.from_json(d) for name, d in data["stencils"].items()}
 
 
-load.cache_clear = _load.cache_clear      # forget loaded artifacts (tests, a changed build dir)
+# -- prototypes from files: jitstubs/'s other modules and $SHIMLAB_STENCILS ---------
+
+@dataclass
+class Prototypes:
+    stencils: dict = field(default_factory=dict)   # name -> Stencil, the usable ones
+    origin: dict = field(default_factory=dict)     # name -> "file:line"
+    problems: dict = field(default_factory=dict)   # name -> one line: why it is not usable
+    broken: list = field(default_factory=list)     # (one line, names it declares) per module
+
+
+def _prototype_cache(path: Path, state: dict) -> Path:
+    k = contract.key(state) or "default"
+    return cache_root() / "prototypes" / \
+        f"{hashlib.sha256(str(path).encode()).hexdigest()[:12]}-{path.stem}-{k}.json"
+
+
+def _build_module(path: Path, state: dict) -> dict:
+    """One module's stencils and errors, from its cache file when current."""
+    build = jitstubs.build
+    cache = _prototype_cache(path, state)
+    try:
+        want = build.prototype_hash(path, state)
+        data = json.loads(cache.read_text())
+        if isinstance(data, dict) and data.get("hash") == want:
+            return data
+    except (OSError, ValueError):
+        pass
+    data = build.build_prototypes(path, state)
+    try:
+        _prune(cache.parent)
+        build.write_json(cache, data)
+    except OSError:
+        pass            # a read-only build dir: build again next time
+    return data
+
+
+def _prune(folder: Path) -> None:
+    """Drops the cache files of modules that are gone (a test's temporary
+    folder, a moved prototype), so the cache does not grow with each."""
+    for f in folder.glob("*.json") if folder.is_dir() else ():
+        try:
+            if not Path(json.loads(f.read_text()).get("module", "")).is_file():
+                f.unlink()
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
+@lru_cache(maxsize=None)
+def _prototypes(items: tuple) -> Prototypes:
+    """Every prototype module, each loaded on its own: one that fails (or a
+    stencil of it that fails) is recorded, named by file and line, and only
+    a run that selects one of its stencils fails with that line."""
+    state = dict(items)
+    out = Prototypes()
+    seen: dict = {}
+    for path in jitstubs.build.prototype_modules():
+        try:
+            data = _build_module(path, state)
+        except StencilError as e:
+            out.broken.append((str(e), jitstubs.build.declared_names(path)))
+            continue
+        for name, why in data["errors"].items():
+            out.problems[name] = why
+        for name, d in data["stencils"].items():
+            out.origin[name] = f"{path}:{d.get('line', '')}".rstrip(":")
+            seen.setdefault(name, []).append(path)
+            out.stencils[name] = Stencil.from_json(d)
+    standard = _load(items)
+    for name in list(out.stencils):
+        where = out.origin[name]
+        base, _, variant = name.partition(":")
+        why = None
+        if name in standard:
+            why = (f"jitstubs/ has a stencil of this name already: name the prototype "
+                   f"{base}:mine or the like")
+        elif base not in isa.BY_NAME or not variant:
+            why = ("name it INSTRUCTION:variant (e.g. DUP:mine) after the VM instruction "
+                   "it implements")
+        elif len(seen[name]) > 1:
+            why = f"{' and '.join(map(str, seen[name]))} both define it"
+        if why:
+            del out.stencils[name]
+            out.problems[name] = f"{where}: stencil {name}: {why}"
+    return out
+
+
+def _clear() -> None:
+    _load.cache_clear()
+    _prototypes.cache_clear()
+
+
+load.cache_clear = _clear     # forget loaded artifacts and prototypes (tests, an edited module)
+
+
+def standard(state: dict | None = None) -> dict:
+    """The standard stencils only (jitstubs/'s families), name -> Stencil."""
+    return _load(_items(state))
+
+
+def problems(state: dict | None = None) -> list[str]:
+    """One line for each prototype stencil, or module, that cannot be used."""
+    p = _prototypes(_items(state))
+    return list(p.problems.values()) + [why for why, _ in p.broken]
+
+
+def origin(name: str, state: dict | None = None) -> str | None:
+    """file:line of a prototype stencil from a file; None for any other."""
+    return _prototypes(_items(state)).origin.get(name)
+
+
+def lookup(name: str, state: dict | None = None, source: str = "peachpy",
+           cc: str | None = None):
+    """The stencil `name`, or a StencilError of one line saying why there is
+    none: its own error (file, line, stencil) when a prototype of that name
+    failed, the module's when the module that declares it did not load."""
+    st = load(state, source, cc)
+    if name in st:
+        return st[name]
+    p = _prototypes(_items(state))
+    if name in p.problems:
+        raise StencilError(p.problems[name])
+    for why, names in p.broken:
+        if name in names:
+            raise StencilError(f"{why} (the module declaring stencil {name} did not load)")
+    close = [n for n in st if n.split(":")[0] == name.split(":")[0].upper()]
+    hint = f" (did you mean {', '.join(close)}?)" if close else \
+        " (shimlab stencils list shows them all)"
+    if p.broken:
+        hint += f"; a prototype module did not load: {p.broken[0][0]}"
+    raise StencilError(f"no stencil named {name!r}{hint}")
+
+
+def instruction_of(name: str) -> str | None:
+    """The VM instruction a stencil implements (its name before the first ':')."""
+    base = name.split(":")[0]
+    return base if base in isa.BY_NAME else None
+
+
+def replaces(name: str, state: dict | None = None) -> str | None:
+    """The standard stencil a stencil stands in for: itself when standard,
+    else its name with trailing :parts dropped until one is standard
+    (CELL_ADD:rmw -> CELL_ADD, JUMP_IF_FALSE:taken:mine -> JUMP_IF_FALSE:taken)."""
+    std = standard(state)
+    parts = name.split(":")
+    while parts:
+        n = ":".join(parts)
+        if n in std and instruction_of(n):
+            return n
+        parts.pop()
+    return None
+
+
+def parse_overrides(specs, state: dict | None = None) -> dict:
+    """--stencil OP=NAME, repeatable (`run`, `bench programs`): {OP: NAME},
+    checked by check_overrides; every error one line starting --stencil."""
+    out = {}
+    for spec in specs or ():
+        op, sep, name = (x.strip() for x in spec.partition("="))
+        if not sep or not op or not name:
+            raise StencilError(f"--stencil {spec}: expected OP=NAME, e.g. DUP=DUP:mine")
+        if op in out:
+            raise StencilError(f"--stencil {spec}: {op} is replaced twice (by {out[op]} too)")
+        out[op] = name
+    for op, name in out.items():
+        try:
+            check_overrides({op: name}, state)
+        except StencilError as e:
+            raise StencilError(f"--stencil {e}") from None
+    return out
+
+
+# Holes the JIT fills for any instruction it traces (compile.py): the
+# operand, a local's offset, the next stencil, and the deopt exit.
+_ANY_OP_HOLES = {"oparg", "local", "continue", "deopt"}
+
+
+def check_overrides(overrides: dict, state: dict | None = None, source: str = "peachpy",
+                    cc: str | None = None) -> dict:
+    """Refuses, in one line each, an override {OP: NAME} the JIT cannot use:
+    OP not an instruction's standard stencil, NAME unknown or broken, NAME a
+    stencil of another instruction (which would corrupt the VM: a LOAD_INT in
+    place of CELL_ADD grows the stack until it faults), or NAME with a hole
+    the JIT does not fill at OP.  Returns the overrides."""
+    std = standard(state)
+    for op, name in overrides.items():
+        ins = instruction_of(op)
+        if ins is None:
+            raise StencilError(f"{op}={name}: {op.split(':')[0]!r} is not a VM instruction")
+        if op not in std:
+            own = [n for n in std if n.split(":")[0] == ins]
+            if not own:
+                raise StencilError(f"{op}={name}: the JIT has no stencil for {ins} (it never "
+                                   "traces it), so none can stand in for it")
+            raise StencilError(f"{op}={name}: {ins} has no stencil {op!r}: name the one to "
+                               f"replace ({', '.join(own)})")
+        try:
+            s = lookup(name, state, source, cc)
+        except StencilError as e:
+            raise StencilError(f"{op}={name}: {e}") from None
+        if instruction_of(name) != ins:
+            raise StencilError(f"{op}={name}: {name} implements "
+                               f"{instruction_of(name) or 'no instruction'}, not {ins}: only "
+                               f"a stencil of {ins} can stand in for {op}")
+        allowed = _ANY_OP_HOLES | ({"const"} if ins == "LOAD_CONST" else set()) | \
+            ({h.kind for h in std[op].holes} & {"branch", "loop"})
+        extra = [h.kind for h in s.holes if h.kind not in allowed]
+        if extra:
+            raise StencilError(f"{op}={name}: hole {extra[0]} of {name} would be left "
+                               f"unpatched (the JIT fills {', '.join(sorted(allowed))} "
+                               f"at {op})")
+    return dict(overrides)
 
 
 def placeholders() -> dict[str, int]:
@@ -94,8 +314,12 @@ def register(stencil):
     if base not in isa.BY_NAME or not variant:
         raise StencilError(f"stencil {stencil.name!r}: name it INSTRUCTION:variant "
                            f"(e.g. DUP:mine) after the VM instruction it implements")
-    if stencil.name in _load(tuple(contract.STATE.items())):
+    if stencil.name in _load(_items(None)):
         raise StencilError(f"stencil {stencil.name} is built from jitstubs/ already: register "
+                           f"the prototype under another variant name")
+    where = origin(stencil.name)
+    if where:
+        raise StencilError(f"stencil {stencil.name} comes from {where} already: register "
                            f"the prototype under another variant name")
     if not stencil.disassembly:
         stencil = dataclasses.replace(stencil,
