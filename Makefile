@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV  := .venv
 PY    := $(VENV)/bin/python
 
-.PHONY: all setup demo test test-sanitize fuzz clean
+.PHONY: all setup demo test test-all notebook test-sanitize fuzz clean
 
 all: test
 
@@ -14,9 +14,32 @@ setup:
 demo: setup
 	$(VENV)/bin/shimlab demo
 
+# `make test` leaves out the tests marked slow (pytest -m slow: all notebooks
+# but one run in quick mode, and the like) to stay within CI's time; `make test-all`
+# runs them too.  README, "Testing for reliability", lists what each runs.
 test: setup
 	$(PY) -m shimlab.interp.generate --check
+	$(PY) -m pytest -q -m "not slow" tests
+
+test-all: setup
+	$(PY) -m shimlab.interp.generate --check
 	$(PY) -m pytest -q tests
+
+# Jupyter with shimlab importable.  `make notebook` installs the `notebook`
+# extra (JupyterLab; setup has the kernel already) and starts JupyterLab on
+# experiments/, where a .py notebook opens as a notebook (right click, Open
+# With > Notebook: jupytext).  `make notebook NB=experiments/the-illusion.py
+# [QUICK=1]` instead executes that notebook (or one of your own) headless
+# through a kernel and writes the executed .ipynb beside its outputs.
+NB    ?=
+QUICK ?=
+notebook: setup
+ifeq ($(strip $(NB)),)
+	@$(PY) -c 'import jupyterlab' 2>/dev/null || $(PY) -m pip install -qq --disable-pip-version-check -e '.[notebook]'
+	$(VENV)/bin/jupyter lab --notebook-dir=experiments $(if $(filter 0,$(shell id -u)),--allow-root)
+else
+	$(VENV)/bin/shimlab reproduce $(NB) --kernel $(if $(QUICK),--quick)
+endif
 
 # The corpus, the property tests and the regression cases again, on
 # interpreters built with ASan + UBSan: one pass per compiler runtime (a

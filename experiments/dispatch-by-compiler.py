@@ -147,9 +147,9 @@ for w in WORKLOADS:
                         "goto_dispatch_sites": site.dispatch_sites if site else None,
                         "goto_merged": site.flagged if site else None})
     rows.append(None)
-table = nb.show_table(rows[:-1], ["workload", "compiler", "mode", "build", "cycles/instr [95% CI]",
-                                  "vs goto [95% CI]", "PGO effect [95% CI]", "PGO verdict",
-                                  "goto jumps"], OUT, "table", align="lllllllll")
+nb.show_table(rows[:-1], ["workload", "compiler", "mode", "build", "cycles/instr [95% CI]",
+                          "vs goto [95% CI]", "PGO effect [95% CI]", "PGO verdict",
+                          "goto jumps"], OUT, "table", align="lllllllll")
 
 # %% [markdown]
 # ## Figure: time relative to one reference build, plain and PGO side by side

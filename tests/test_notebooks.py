@@ -1,27 +1,37 @@
-"""The experiment notebooks: each runs in quick mode as a plain script through
-`shimlab reproduce` and writes non-empty figures, tables and JSON; `--list`
-and bad input; jupytext round-trips every notebook."""
+"""The experiment notebooks.  `make test` runs the cheap checks on every
+notebook (each parses, its imports and the names it uses from them exist,
+jupytext round-trips it) and one notebook, in quick mode, through a real
+Jupyter kernel (nbclient): inline figures, each table once.  The tests
+marked slow (`make test-all`) run every other notebook quick, as a script
+through `shimlab reproduce`, and check what each found."""
 from __future__ import annotations
 
+import ast
+import base64
+import importlib
 import json
 import os
 import re
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
 
 from shimlab import notebook, reproduce, toolchain
 
-# every notebook the registry knows (experiments/*.py): a new one is run too
+# every notebook the registry knows (experiments/*.py): a new one is checked too
 NOTEBOOKS = list(reproduce.notebooks())
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+# The one notebook `make test` runs: the quickest (about 20 s here), and it
+# keeps in-process state (a stencil registered in a cell) that a kernel must hold.
+KERNEL_NOTEBOOK = "stencil-playground"
 
 
-def shimlab(*args, env=None, timeout=300):
+def shimlab(*args, env=None, timeout=300, cwd=None):
     return subprocess.run([sys.executable, "-m", "shimlab.cli", *args], capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
+                          text=True, timeout=timeout, env={**os.environ, **(env or {})}, cwd=cwd)
 
 
 def one_line_error(r, *needles):
@@ -33,19 +43,39 @@ def one_line_error(r, *needles):
         assert n in lines[0], r.stderr
 
 
+def needs_jupyter():
+    """Skips, saying why, where the notebook extra is not installed (make
+    setup installs it, so CI runs these)."""
+    for module in ("nbclient", "ipykernel", "jupytext", "nbformat"):
+        pytest.importorskip(module, reason=f"{module} is not installed: the notebook extra "
+                                           f"(pip install -e '.[notebook]') is missing")
+
+
+def slow_unless_in_ci(names):
+    """Every notebook but KERNEL_NOTEBOOK as a slow test (make test-all only)."""
+    return [pytest.param(n, marks=() if n == KERNEL_NOTEBOOK else pytest.mark.slow)
+            for n in names]
+
+
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory):
-    """Runs every notebook once in quick mode; name -> (process, output dir)."""
+    """name -> (process, output dir) of the notebook's quick run, run on
+    first use: KERNEL_NOTEBOOK through a Jupyter kernel, the others as scripts."""
     base = tmp_path_factory.mktemp("notebooks")
-    runs = {}
-    for name in NOTEBOOKS:
-        r = shimlab("reproduce", name, "--quick", env={"SHIMLAB_NOTEBOOK_OUT": str(base)},
-                    timeout=600)
-        runs[name] = (r, base / name)
-    return runs
+
+    class Runs(dict):
+        def __missing__(self, name):
+            how = ("--kernel",) if name == KERNEL_NOTEBOOK else ()
+            if how:
+                needs_jupyter()
+            r = shimlab("reproduce", name, "--quick", *how,
+                        env={"SHIMLAB_NOTEBOOK_OUT": str(base)}, timeout=900)
+            self[name] = (r, base / name)
+            return self[name]
+    return Runs()
 
 
-@pytest.mark.parametrize("name", NOTEBOOKS)
+@pytest.mark.parametrize("name", slow_unless_in_ci(NOTEBOOKS))
 def test_notebook_runs_quick_and_writes_outputs(outputs, name):
     r, out = outputs[name]
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
@@ -71,6 +101,7 @@ def _builds_here(mode):
             if cc.name in notebook.COMPILERS and cc.can_build(mode)]
 
 
+@pytest.mark.slow
 def test_dispatch_by_compiler_covers_every_compiler_mode_and_pgo(outputs):
     results = json.loads((outputs["dispatch-by-compiler"][1] / "results.json").read_text())
     seen = {(r["compiler"], r["mode"], r["pgo"]) for r in results["rows"]}
@@ -87,6 +118,7 @@ def test_dispatch_by_compiler_covers_every_compiler_mode_and_pgo(outputs):
     assert {cc for cc, _ in checks} == set(_builds_here("goto"))
 
 
+@pytest.mark.slow
 def test_the_illusion_compares_both_baselines_and_flags_the_merged_one(outputs):
     results = json.loads((outputs["the-illusion"][1] / "results.json").read_text())
     for cc in _builds_here("tailcall"):
@@ -99,6 +131,7 @@ def test_the_illusion_compares_both_baselines_and_flags_the_merged_one(outputs):
     assert any(knob.startswith("both-") for _, knob in knobs)
 
 
+@pytest.mark.slow
 def test_per_opcode_profile_covers_bf_and_minipy(outputs):
     results = json.loads((outputs["per-opcode-profile"][1] / "results.json").read_text())
     kinds = {Path(p["workload"]).suffix for p in results["profiles"]}
@@ -118,6 +151,7 @@ def _jit_ccs():
     return _builds_here("jit-direct")
 
 
+@pytest.mark.slow
 def test_shim_vs_direct_has_every_crossing_its_steps_and_whole_programs(outputs):
     results = json.loads((outputs["shim-vs-direct"][1] / "results.json").read_text())
     if not _jit_ccs():
@@ -164,6 +198,7 @@ def test_stencil_playground_passes_the_prototype_and_catches_the_broken_one(outp
     assert 0 < r[1] <= r[0] <= r[2]
 
 
+@pytest.mark.slow
 def test_per_opcode_profile_names_jit_code(outputs):
     results = json.loads((outputs["per-opcode-profile"][1] / "results.json").read_text())
     if not _jit_ccs():
@@ -208,24 +243,33 @@ def test_a_failing_notebook_is_one_line(tmp_path, monkeypatch):
         reproduce.run("broken", quick=True)
 
 
+def _strip_version(text):      # the writer stamps its own version into the header
+    return re.sub(r"^#\s+jupytext_version:.*\n", "", text, flags=re.M)
+
+
 @pytest.mark.parametrize("name", NOTEBOOKS)
-def test_jupytext_round_trips(tmp_path, name):
+def test_jupytext_round_trips(name):
     import jupytext
     src = reproduce.find(name)
-    ipynb = tmp_path / f"{name}.ipynb"
+    nb = jupytext.reads(src.read_text(), fmt="py:percent")
+    assert nb.cells[0].cell_type == "markdown"
+    assert any(c.cell_type == "code" for c in nb.cells)
+    assert _strip_version(jupytext.writes(nb, fmt="py:percent")) == _strip_version(src.read_text())
+
+
+def test_jupytext_converts_a_notebook_as_the_readme_says(tmp_path):
+    """The command line once (a process each costs seconds): .py to .ipynb and back."""
+    import jupytext
+    src = reproduce.find(KERNEL_NOTEBOOK)
+    ipynb = tmp_path / f"{KERNEL_NOTEBOOK}.ipynb"
     r = subprocess.run([sys.executable, "-m", "jupytext", "--to", "notebook", "-o", str(ipynb),
                         str(src)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    nb = jupytext.read(ipynb)
-    assert nb.cells[0].cell_type == "markdown"
-    assert any(c.cell_type == "code" for c in nb.cells)
-    back = jupytext.writes(nb, fmt="py:percent")
-
-    def strip(text):      # the writer stamps its own version into the header
-        return re.sub(r"^#\s+jupytext_version:.*\n", "", text, flags=re.M)
-    assert strip(back) == strip(src.read_text())
+    back = jupytext.writes(jupytext.read(ipynb), fmt="py:percent")
+    assert _strip_version(back) == _strip_version(src.read_text())
 
 
+@pytest.mark.slow
 def test_crossing_density_separates_entry_jumps_from_traces(outputs):
     """Every entry variant gets its steps at every M, the sites sweep has every
     K, and the finding is a sentence computed from the run (not a constant)."""
@@ -241,3 +285,167 @@ def test_crossing_density_separates_entry_jumps_from_traces(outputs):
     saved = results["saved_per_round_trip"]
     assert saved["ci95"][0] <= saved["value"] <= saved["ci95"][1]
     assert any(f"{abs(saved['value']):.2f}" in line for line in results["findings"])
+
+
+# -- cheap checks on every notebook (make test) ------------------------------------------
+
+def _module_names(tree) -> dict[str, object]:
+    """What the notebook's imports bind: name -> module or object, each
+    import checked to resolve (a renamed module or function fails here)."""
+    bound = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                module = importlib.import_module(a.name)
+                bound[a.asname or a.name.split(".")[0]] = (
+                    module if a.asname else importlib.import_module(a.name.split(".")[0]))
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            module = importlib.import_module(node.module)
+            for a in node.names:
+                try:
+                    value = importlib.import_module(f"{node.module}.{a.name}")
+                except ModuleNotFoundError:
+                    assert hasattr(module, a.name), f"{node.module} has no {a.name}"
+                    value = getattr(module, a.name)
+                bound[a.asname or a.name] = value
+    return bound
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_notebook_parses_and_what_it_uses_of_its_imports_exists(name):
+    """Without running it: the notebook is valid Python (a percent script is),
+    its imports resolve, and every `module.name` it reads exists, so an API
+    change that breaks a notebook fails `make test`, not only `make test-all`."""
+    path = reproduce.find(name)
+    tree = ast.parse(path.read_text(), str(path))
+    compile(tree, str(path), "exec")
+    bound = _module_names(tree)
+    missing = sorted({f"{n.value.id}.{n.attr} (line {n.lineno})" for n in ast.walk(tree)
+                      if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)
+                      and isinstance(n.value, ast.Name)
+                      and isinstance(bound.get(n.value.id), types.ModuleType)
+                      and not hasattr(bound[n.value.id], n.attr)})
+    assert not missing, f"{name} uses names its modules do not have: {', '.join(missing)}"
+    assert reproduce.describe(path) != "(no title)"
+
+
+def test_the_import_check_catches_a_missing_name(tmp_path):
+    tree = ast.parse("from shimlab import notebook as nb\nnb.no_such_helper(1)\n")
+    bound = _module_names(tree)
+    assert not hasattr(bound["nb"], "no_such_helper")
+    with pytest.raises(AssertionError, match="has no nothing_here"):
+        _module_names(ast.parse("from shimlab.notebook import nothing_here\n"))
+
+
+# -- Jupyter: the kernel run, figures inline, tables once (make test) ----------------------
+
+def _outputs(nb_path: Path) -> list[dict]:
+    import nbformat
+    nb = nbformat.read(str(nb_path), as_version=4)
+    return [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+
+
+def test_a_notebook_runs_in_a_jupyter_kernel_with_figures_inline_and_tables_once(outputs):
+    needs_jupyter()
+    r, out = outputs[KERNEL_NOTEBOOK]
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    assert "through a Jupyter kernel" in r.stdout
+    executed = out / f"{KERNEL_NOTEBOOK}.ipynb"
+    assert executed.exists() and f"executed notebook: {executed}" in r.stdout
+    outs = _outputs(executed)
+    assert not [o for o in outs if o["output_type"] == "error"]
+    # the figure, inline: a PNG in the notebook, the same one saved beside it
+    pngs = [base64.b64decode(o["data"]["image/png"]) for o in outs
+            if o["output_type"] == "display_data" and "image/png" in o.get("data", {})]
+    assert pngs and all(p.startswith(PNG_MAGIC) for p in pngs)
+    saved = {p.read_bytes() for p in out.glob("*.png")}
+    assert set(pngs) <= saved
+    # nothing shown twice: no cell's value (a returned table or path) as Out[]
+    assert not [o for o in outs if o["output_type"] == "execute_result"]
+    text = "".join(o.get("text", "") for o in outs if o["output_type"] == "stream")
+    tables = list(out.glob("*.txt"))
+    assert tables
+    for t in tables:
+        assert text.count(t.read_text().rstrip("\n")) == 1, f"{t.name} not printed exactly once"
+
+
+MY_NOTEBOOK = """\
+# %% [markdown]
+# # My own notebook: one table, one figure
+# %%
+import matplotlib.pyplot as plt
+from shimlab import notebook as nb
+OUT = nb.out_dir("mine")
+print("quick", nb.quick())
+# %%
+nb.show_table([("a", 1), ("b", 2)], ["name", "n"], OUT, "counts")
+# %%
+fig, ax = plt.subplots()
+ax.plot([1, 2, 3])
+nb.save_figure(fig, OUT, "line")
+"""
+
+
+def test_a_notebook_of_ones_own_runs_from_its_path_and_writes_beside_it(tmp_path):
+    mine = tmp_path / "notes" / "mine.py"
+    mine.parent.mkdir()
+    mine.write_text(MY_NOTEBOOK)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "SHIMLAB_NOTEBOOK_OUT"}
+    r = subprocess.run([sys.executable, "-m", "shimlab.cli", "reproduce", str(mine), "--quick"],
+                       capture_output=True, text=True, timeout=300, env=env, cwd=elsewhere)
+    assert r.returncode == 0, r.stderr
+    assert "== mine (quick): My own notebook: one table, one figure ==" in r.stdout
+    assert "quick True" in r.stdout
+    out = mine.parent / "out" / "mine"
+    assert (out / "line.png").read_bytes().startswith(PNG_MAGIC)
+    assert r.stdout.count((out / "counts.txt").read_text().rstrip("\n")) == 1
+    assert not list(elsewhere.iterdir())
+
+
+def test_a_failing_notebook_in_a_kernel_is_one_line_and_keeps_the_executed_notebook(tmp_path):
+    needs_jupyter()
+    bad = tmp_path / "broken.py"
+    bad.write_text("# %% [markdown]\n# # Broken on purpose\n# %%\nx = 1\n# %%\n1 / 0\n")
+    r = shimlab("reproduce", str(bad), "--kernel", env={"SHIMLAB_NOTEBOOK_OUT": str(tmp_path)})
+    one_line_error(r, "notebook broken failed in cell 2", "ZeroDivisionError", "broken.ipynb")
+    assert "ZeroDivisionError" in r.stdout and "1 / 0" in r.stdout     # the cell's traceback
+    outs = _outputs(tmp_path / "broken" / "broken.ipynb")
+    assert [o["ename"] for o in outs if o["output_type"] == "error"] == ["ZeroDivisionError"]
+
+
+def test_paths_that_are_not_notebooks_are_one_line(tmp_path):
+    one_line_error(shimlab("reproduce", str(tmp_path / "nope.py")), "nope.py",
+                   "no such notebook file")
+    one_line_error(shimlab("reproduce", str(tmp_path)), "not a notebook")
+    (tmp_path / "x.ipynb").write_text("{}")
+    one_line_error(shimlab("reproduce", str(tmp_path / "x.ipynb")), "not a notebook",
+                   "jupytext --to py:percent")
+
+
+def test_a_notebook_is_found_by_name_by_name_py_and_by_path():
+    path = reproduce.notebooks()[KERNEL_NOTEBOOK]
+    assert reproduce.find(KERNEL_NOTEBOOK) == path
+    assert reproduce.find(f"{KERNEL_NOTEBOOK}.py") == path
+    assert reproduce.find(str(path)) == path.resolve()
+
+
+def test_save_figure_and_show_table_outside_jupyter(tmp_path, capsys):
+    import matplotlib.pyplot as plt
+    assert not notebook.in_jupyter()
+    fig, ax = plt.subplots()
+    ax.plot([1, 2])
+    assert notebook.save_figure(fig, tmp_path, "f") is None
+    assert not plt.fignum_exists(fig.number)            # closed: no figure piles up
+    assert (tmp_path / "f.png").read_bytes().startswith(PNG_MAGIC)
+    assert notebook.show_table([("a", 1)], ["x", "y"], tmp_path, "t") is None
+    printed = capsys.readouterr().out
+    assert printed.count((tmp_path / "t.txt").read_text().rstrip("\n")) == 1
+    assert f"figure: {tmp_path / 'f.png'}" in printed
+
+
+def test_kernel_without_the_extra_is_one_line_naming_the_fix(monkeypatch):
+    monkeypatch.setitem(sys.modules, "nbclient", None)       # as if not installed
+    with pytest.raises(reproduce.ShimlabError, match=r"nbclient is not installed.*\.\[kernel\]"):
+        reproduce.run_in_kernel(KERNEL_NOTEBOOK, quick=True)

@@ -1,6 +1,7 @@
 """What the experiment notebooks (experiments/*.py) share: quick mode, where
 their outputs go, which compilers to use, measuring through the harness,
-ratios with intervals, and writing tables, figures and JSON.
+ratios with intervals, and writing tables, figures and JSON.  In Jupyter a
+figure is shown inline as well as saved, and a table printed once.
 """
 from __future__ import annotations
 
@@ -11,14 +12,23 @@ from pathlib import Path
 
 import matplotlib
 
-matplotlib.use("Agg")       # headless, also when a notebook runs as a plain script
+
+def in_jupyter() -> bool:
+    """True inside a Jupyter kernel (ipykernel), where figures show inline."""
+    ipython = sys.modules.get("IPython")      # never imported here just to ask
+    shell = ipython.get_ipython() if ipython else None
+    return getattr(shell, "kernel", None) is not None
+
+
+if not in_jupyter():
+    matplotlib.use("Agg")   # headless when a notebook runs as a plain script
 
 from . import toolchain     # noqa: E402
 from .errors import ToolchainError  # noqa: E402
 from .bench import harness, stats  # noqa: E402
 from .bench.results import ResultFile  # noqa: E402
 from .bench.table import table  # noqa: E402
-from .paths import EXAMPLES, EXPERIMENTS  # noqa: E402
+from .paths import EXAMPLES, notebook_out  # noqa: E402
 
 # The compilers the setup installs (scripts/setup.sh), oldest clang first.
 COMPILERS = ("clang-19", "clang-22", "gcc-12", "gcc-11")
@@ -31,8 +41,7 @@ def quick() -> bool:
 
 def out_dir(name: str) -> Path:
     """experiments/out/NAME (or $SHIMLAB_NOTEBOOK_OUT/NAME), created."""
-    base = Path(os.environ.get("SHIMLAB_NOTEBOOK_OUT", EXPERIMENTS / "out"))
-    d = base / name
+    d = notebook_out() / name
     d.mkdir(parents=True, exist_ok=True)
     return d
 
@@ -103,28 +112,32 @@ def ratio(results: ResultFile, key: str, base: str) -> tuple[float, float, float
     return stats.ratio_ci(per_instruction(results, key), per_instruction(results, base))
 
 
-def show_table(rows, headers, out: Path, name: str, align: str | None = None) -> str:
-    """Prints the table and writes it to OUT/NAME.txt."""
+def show_table(rows, headers, out: Path, name: str, align: str | None = None) -> None:
+    """Prints the table and writes it to OUT/NAME.txt.  Returns nothing: in
+    Jupyter a returned string, last in its cell, would print it a second time."""
     text = table(rows, headers, align=align)
     print(text)
     (out / f"{name}.txt").write_text(text + "\n")
-    return text
 
 
-def save_figure(fig, out: Path, name: str) -> Path:
+def save_figure(fig, out: Path, name: str) -> None:
+    """Writes the figure to OUT/NAME.png and, in Jupyter, shows that PNG
+    inline: once, since the figure is then closed (the cell's end would show
+    it again), and the same picture whatever matplotlib backend the kernel has."""
     import matplotlib.pyplot as plt
     path = out / f"{name}.png"
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
+    if in_jupyter():
+        from IPython.display import Image, display
+        display(Image(filename=str(path)))
     print(f"figure: {path}")
-    return path
 
 
-def save_json(data, out: Path, name: str = "results") -> Path:
+def save_json(data, out: Path, name: str = "results") -> None:
     path = out / f"{name}.json"
     path.write_text(json.dumps(data, indent=1, default=str) + "\n")
     print(f"results: {path}")
-    return path
 
 
 def fmt_ratio(r: tuple[float, float, float]) -> str:

@@ -1,7 +1,9 @@
-"""Where things are: the checkout's folders and the build cache.
+"""Where things are: the checkout's folders, the build cache, and where
+results and notebook outputs go.
 
 Every module that needs a path asks here, so moving a folder is one edit.
-SHIMLAB_BUILD_DIR moves the build cache (interpreters, stencils, probes).
+SHIMLAB_BUILD_DIR moves the build cache (interpreters, stencils, probes);
+SHIMLAB_NOTEBOOK_OUT moves the notebooks' outputs.
 """
 from __future__ import annotations
 
@@ -15,8 +17,17 @@ GENERATED = CSRC / "generated"
 JITSTUBS = ROOT / "jitstubs"
 EXAMPLES = ROOT / "examples"
 EXPERIMENTS = ROOT / "experiments"
-RESULTS = ROOT / "results"
+# Benchmark results go where the user runs the command, not into the
+# checkout (which may be read-only, or shared): a relative path, resolved
+# against the current directory when a results file is written.
+RESULTS = Path("results")
 
 
 def cache_root() -> Path:
     return Path(os.environ.get("SHIMLAB_BUILD_DIR", ROOT / "build"))
+
+
+def notebook_out() -> Path:
+    """Where notebooks write their outputs, one folder each: experiments/out,
+    or $SHIMLAB_NOTEBOOK_OUT."""
+    return Path(os.environ.get("SHIMLAB_NOTEBOOK_OUT") or EXPERIMENTS / "out")
