@@ -21,8 +21,9 @@
 #define SL_UNCOUNT(op) ((void)0)
 #endif
 
-SL_PRESERVE_NONE int sl_op_ENTER_JIT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table));
-static SL_PRESERVE_NONE int sl_rec(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table));
+/* SL_CACHE_PARAMS: the cached values of a --cache K interpreter (empty at K = 0) */
+SL_PRESERVE_NONE int sl_op_ENTER_JIT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
+static SL_PRESERVE_NONE int sl_rec(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
 
 /* Recording swaps the dispatch table: every instruction then passes through
  * sl_rec, which logs its pc and runs the real handler, at no cost to the

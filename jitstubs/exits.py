@@ -5,8 +5,11 @@ Every exit first sets ip to the bytecode instruction to resume at; then:
   exit:direct               jumps through the dispatch table, like any handler
   exit:direct-handler       jumps straight to the handler of the known instruction
 These stubs are the only code that differs between the three JIT modes.
+With K cached values each has a :k<K> variant that reloads them (below).
 """
-from peachpy.x86_64 import DEC, INC, JMP, MOV, MOVSXD, RET, dword, qword, rax, rcx
+from peachpy.x86_64 import DEC, INC, JMP, MOV, MOVSXD, RET, SUB, dword, qword, rax, rcx
+
+from shimlab.abi.contract import CACHE
 
 from .asm import stencil, vm_offset
 
@@ -59,3 +62,55 @@ def uncount(a, r):
 def tally(a, r):
     """one more entry into, or exit from, a trace (--stats only)"""
     a(MOV(rax, a.hole("tally")), INC(qword[rax]))
+
+
+# -- with K cached values (--cache K) --------------------------------------------
+# Traces are K = 0 code: ENTER_JIT spilled the K cached values to the memory
+# stack (csrc/crossing.h), so an exit that jumps back into the interpreter
+# first reloads them into the registers the handlers take them in
+# (abi/contract.py CACHE: c0, the top of the stack, from sp - 8, and so on).
+# exit:shim returns to ENTER_JIT, which reloads them in C.
+
+def _reload(a, r, k):
+    from peachpy import x86_64
+    for j, name in enumerate(CACHE[:k]):
+        a(MOV(getattr(x86_64, name), qword[r.sp - 8 * (j + 1)]))
+    a(SUB(r.sp, 8 * k))
+
+
+def _cached_exits(k):
+    @stencil(f"exit:shim:k{k}", f"exit:shim with {k} cached value(s): ENTER_JIT reloads them in C")
+    def shim(a, r):
+        exit_shim(a, r)
+
+    @stencil(f"exit:direct:k{k}", f"exit:direct that reloads {k} cached value(s) first")
+    def direct(a, r):
+        a(MOV(r.ip, a.hole("resume_ip")))
+        _reload(a, r, k)
+        a(MOVSXD(rax, dword[r.ip]), JMP(qword[r.table + rax * 8]))
+
+    @stencil(f"exit:direct:count:k{k}", f"exit:direct:count that reloads {k} cached value(s)")
+    def direct_count(a, r):
+        # counts first: rcx is a cached value's register from K = 2 on
+        a(MOV(r.ip, a.hole("resume_ip")), MOVSXD(rax, dword[r.ip]),
+          MOV(rcx, qword[r.vm + vm_offset("counts")]), INC(qword[rcx + rax * 8]))
+        _reload(a, r, k)
+        a(JMP(qword[r.table + rax * 8]))
+
+    @stencil(f"exit:direct-handler:k{k}", f"exit:direct-handler that reloads {k} cached value(s)")
+    def direct_handler(a, r):
+        a(MOV(r.ip, a.hole("resume_ip")))
+        _reload(a, r, k)
+        a.jmp_hole("handler")
+
+    @stencil(f"exit:direct-handler:far:k{k}",
+             f"exit:direct-handler:far that reloads {k} cached value(s)")
+    def direct_handler_far(a, r):
+        a(MOV(r.ip, a.hole("resume_ip")))
+        _reload(a, r, k)
+        a(MOV(rax, a.hole("handler_abs")), JMP(rax))
+
+
+# K = 1..5 (interp/generate.py CACHE_MAX): up to rax, the stubs' scratch register
+for _k in range(1, CACHE.index("rax") + 1):
+    _cached_exits(_k)

@@ -32,6 +32,9 @@ class Mode:
     family_flags: dict = field(default_factory=dict)   # compiler family -> extra flags
     binary: str = ""                        # modes with one binary share this name ("" = name)
     asm_handlers: bool = False              # PeachPy handlers linked in (interp/asm.py)
+    # can keep the operand stack's top K values in registers (--cache K, K > 0):
+    # the tail-call interpreter generated per K, and the JIT modes on it
+    cache: bool = False
     # -- JIT modes only ---------------------------------------------------------
     jit: bool = False
     entry: str = ""                         # how the interpreter enters a trace
@@ -51,7 +54,7 @@ def _jit(name: str, summary: str, crossing: str, **how) -> Mode:
     """A JIT mode: the tail-call interpreter built with SL_JIT=`crossing`
     (csrc/crossing.h), plus how its traces are entered and left."""
     return Mode(name, "tailcall", summary, _TAILCALL_FEATURES, defines=(f"-DSL_JIT={crossing}",),
-                c_sources=_JIT_SOURCES, headers=_JIT_HEADERS, jit=True, **how)
+                c_sources=_JIT_SOURCES, headers=_JIT_HEADERS, jit=True, cache=True, **how)
 
 
 _DIRECT_ENTRY = "ENTER_JIT jumps to the trace with the contract registers as they are"
@@ -69,7 +72,7 @@ _REGISTRY = (
          family_flags={"gcc": ("--param=max-goto-duplication-insns=0",)}),
     Mode("tailcall", "tailcall",
          "one preserve_none function per handler, musttail dispatch through the table",
-         _TAILCALL_FEATURES),
+         _TAILCALL_FEATURES, cache=True),
     Mode("asm", "tailcall",
          "PeachPy handlers in the tail-call interpreter's registers (a hand-written reference)",
          _TAILCALL_FEATURES, defines=("-DSL_ASM",), asm_handlers=True),
@@ -100,6 +103,8 @@ MODES: dict[str, Mode] = {m.name: m for m in _REGISTRY}
 NAMES = tuple(MODES)
 INTERPRETERS = tuple(m.name for m in _REGISTRY if not m.jit)
 JIT = tuple(m.name for m in _REGISTRY if m.jit)
+# the modes that take --cache K with K > 0
+CACHING = tuple(m.name for m in _REGISTRY if m.cache)
 # `run` also takes the Python oracle, which is no build
 REFERENCE = "reference"
 

@@ -11,9 +11,6 @@ default (what clang 19 and 22 do), used when no compiler is named.
 """
 from __future__ import annotations
 
-import re
-import subprocess
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -81,9 +78,10 @@ def state_of(cc: str | None) -> dict[str, str]:
 
 # -- reading the order from a compiler ---------------------------------------
 # A probe function takes twelve arguments and stores each into its own global;
-# in the object file's disassembly every store names the register the argument
-# arrived in and carries a relocation naming the global, so the order falls out
-# without interpreting any instruction beyond `mov %reg, <global>`.
+# in the object file every store is a `mov [rip + disp], reg` whose
+# displacement carries a relocation naming the global, so the order falls out
+# of capstone's operands and the ELF relocations (shimlab.disasm), with no
+# instruction interpreted beyond that store.
 
 NARGS = len(PRESERVE_NONE_ARGS)
 
@@ -92,23 +90,16 @@ PROBE = ("".join(f"long sl_probe_arg{i};\n" for i in range(NARGS))
          + ", ".join(f"long a{i}" for i in range(NARGS)) + ") {\n"
          + "".join(f"    sl_probe_arg{i} = a{i};\n" for i in range(NARGS)) + "}\n")
 
-_STORE = re.compile(r"^\s*[0-9a-f]+:\s+mov\s+%(\w+),")
-_RELOC = re.compile(r"R_X86_64_\w+\s+sl_probe_arg(\d+)\b")
-
-
-def parse(listing: str) -> tuple[str, ...]:
-    """objdump -dr text of the probe -> the argument registers in order."""
+def parse(insns, relocs: dict[int, str]) -> tuple[str, ...]:
+    """The probe's instructions and relocations -> the argument registers in order."""
     found: dict[int, str] = {}
-    reg = None
-    for line in listing.splitlines():
-        m = _STORE.match(line)
-        if m:
-            reg = m.group(1)
+    for i in insns:
+        # a plain store: one register operand, a rip-relative destination
+        if i.mnemonic != "mov" or len(i.regs) != 1 or i.rip_disp_at is None:
             continue
-        r = _RELOC.search(line)
-        if r and reg is not None:
-            found[int(r.group(1))] = reg
-            reg = None
+        sym = relocs.get(i.addr + i.rip_disp_at, "")
+        if sym.startswith("sl_probe_arg") and sym[len("sl_probe_arg"):].isdigit():
+            found[int(sym[len("sl_probe_arg"):])] = i.regs[0]
     missing = [i for i in range(NARGS) if i not in found]
     if missing:
         raise ContractError("cannot read the preserve_none probe: no plain register store "
@@ -118,6 +109,9 @@ def parse(listing: str) -> tuple[str, ...]:
 
 @lru_cache(maxsize=None)
 def _derive_path(path: str) -> tuple[str, ...]:
+    # imported here: probing is rare (cached per compiler), and a run never needs it
+    import subprocess
+    import tempfile
     with tempfile.TemporaryDirectory(prefix="shimlab-contract-") as tmp:
         src, obj = Path(tmp) / "probe.c", Path(tmp) / "probe.o"
         src.write_text(PROBE)
@@ -127,6 +121,68 @@ def _derive_path(path: str) -> tuple[str, ...]:
         if proc.returncode != 0:
             raise ContractError(f"{path} cannot compile the preserve_none probe: "
                                 f"{proc.stderr.strip()[:300]}")
-        dis = subprocess.run(["objdump", "-dr", "--no-show-raw-insn", str(obj)],
-                             capture_output=True, text=True, check=True).stdout
-    return parse(dis)
+        from .. import disasm       # only when a compiler is probed (then cached)
+        return parse(*disasm.object_text(obj))
+
+
+# -- cached values (--cache K) -------------------------------------------------
+# With K cached values the handlers take 6 + K arguments: the state, then the
+# operand stack's top K (c0 the top).  They land in the argument registers
+# after the state's; CACHE is where clang 19 and 22 put them (the exit stubs
+# of jitstubs/exits.py reload them there).
+
+CACHE = PRESERVE_NONE_ARGS[len(STATE):]
+
+
+def cache_registers(cc: str | None, k: int) -> tuple[str, ...]:
+    """The registers of the K cached values c0..c(K-1) for compiler `cc`
+    (the documented default when None)."""
+    order = PRESERVE_NONE_ARGS if cc is None else derive(cc)
+    if len(STATE) + k > len(order):
+        raise ContractError(f"{k} cached values: preserve_none passes only {len(order)} "
+                            f"arguments in registers, {len(STATE)} of them the VM state")
+    return tuple(order[len(STATE):len(STATE) + k])
+
+
+def check_cache_stencils(cc: str, k: int) -> None:
+    """The JIT's exit stubs reload cached values into CACHE's registers: refuse
+    a compiler that passes them elsewhere instead of miscompiling."""
+    if derive(cc)[:len(STATE)] != tuple(STATE.values()) or cache_registers(cc, k) != CACHE[:k]:
+        raise ContractError(f"{cc} passes the state or {k} cached values in other registers "
+                            f"than the JIT's exit stubs reload them into "
+                            f"({', '.join(tuple(STATE.values()) + CACHE[:k])})")
+
+
+def musttail_probe(nargs: int) -> str:
+    """C for a preserve_none handler of `nargs` int64 arguments that dispatches
+    with an indirect musttail call, like an interpreter with nargs - 6 cached
+    values."""
+    params = ", ".join(f"long a{i}" for i in range(nargs))
+    args = ", ".join(f"a{i}" for i in range(nargs))
+    return (f"typedef __attribute__((preserve_none)) int sl_fn({params});\n"
+            f"__attribute__((preserve_none)) int sl_probe({params}) {{\n"
+            f"    sl_fn *const *table = (sl_fn *const *)a5;\n"
+            f"    __attribute__((musttail)) return table[a0]({args});\n}}\n")
+
+
+@lru_cache(maxsize=None)
+def _musttail_compiles(path: str, nargs: int) -> bool:
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="shimlab-contract-") as tmp:
+        src = Path(tmp) / "probe.c"
+        src.write_text(musttail_probe(nargs))
+        proc = subprocess.run([path, "-O2", "-c", str(src), "-o", str(Path(tmp) / "probe.o")],
+                              capture_output=True, text=True)
+    return proc.returncode == 0
+
+
+def max_cache(cc: str | None = None) -> int:
+    """The most cached values compiler `cc` can dispatch with: the largest K
+    whose 6 + K argument indirect musttail call compiles (clang 19 and 22 run
+    out of registers at 12 arguments, so 5)."""
+    compiler = toolchain.get_compiler(cc, need={"preserve_none", "musttail"})
+    k = 0
+    while len(STATE) + k < NARGS and _musttail_compiles(compiler.path, len(STATE) + k + 1):
+        k += 1
+    return k

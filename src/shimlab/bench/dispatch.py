@@ -16,7 +16,7 @@ from ..interp import build as build_mod
 from ..interp import dispatch_check
 from ..paths import EXAMPLES
 from . import harness, stats
-from .results import ResultFile, check_writable, new_path
+from .results import ResultFile
 from .table import table
 
 
@@ -38,6 +38,9 @@ def dispatch_configs(args) -> list[harness.Config]:
     compilers = [toolchain.get_compiler(n) for n in args.cc] if args.cc else \
         toolchain.find_compilers()
     chosen = args.mode or list(modes.INTERPRETERS)
+    # --cache K: the modes that can cache at each K; the others (the goto
+    # baseline, asm) at K = 0 only
+    caches = sorted(set(getattr(args, "cache", None) or [0]))
     configs = []
     for w in workloads:
         if not Path(w).exists():
@@ -46,11 +49,18 @@ def dispatch_configs(args) -> list[harness.Config]:
         for cc in compilers:
             for mode in chosen:
                 if cc.features >= set(modes.get(mode).features):
-                    configs.append(harness.Config("dispatch", w, mode, cc.name,
-                                                  str(inp) if inp.exists() else None))
+                    for k in (caches if modes.get(mode).cache else [0]):
+                        configs.append(harness.Config("dispatch", w, mode, cc.name,
+                                                      str(inp) if inp.exists() else None,
+                                                      cache=k))
     if not configs:
         raise ShimlabError("no configuration to run (no compiler builds the chosen modes)")
     return configs
+
+
+def label(c: harness.Config) -> str:
+    """The mode as the tables name it: with its K when it caches values."""
+    return f"{c.mode} K={c.cache}" if c.cache else c.mode
 
 
 def _per_instruction(samples, vm_instructions: int) -> np.ndarray:
@@ -89,17 +99,18 @@ def report(results: ResultFile, configs: list[harness.Config], out=sys.stdout) -
                     flagged = checks.get(("goto", cc))
                     if flagged is not None and flagged.flagged and c.mode != "goto":
                         verdict += " (vs MERGED goto!)"
-                    ratio_rows.append({"label": f"{Path(w).name} {c.mode}/{cc}", "ratio": ratio,
+                    ratio_rows.append({"label": f"{Path(w).name} {label(c)}/{cc}", "ratio": ratio,
                                        "lo": rlo, "hi": rhi, "workload": Path(w).name,
-                                       "mode": c.mode, "cc": cc, "verdict": verdict})
+                                       "mode": c.mode, "cache": c.cache, "cc": cc,
+                                       "verdict": verdict})
                 vs_asm = ""
                 if asm is not None:
                     acyc = [_per_instruction(g, n) for g in asm.cycles_groups()]
                     a, alo, ahi = stats.ratio_ci(cyc, acyc)
                     vs_asm = f"{a:.3f} [{alo:.3f}, {ahi:.3f}]"
-                    if ratio_rows and ratio_rows[-1]["label"] == f"{Path(w).name} {c.mode}/{cc}":
+                    if ratio_rows and ratio_rows[-1]["label"] == f"{Path(w).name} {label(c)}/{cc}":
                         ratio_rows[-1].update(vs_asm=a, vs_asm_lo=alo, vs_asm_hi=ahi)
-                rows.append((Path(w).name, cc, c.mode, f"{n:,}", f"{med:.3f}",
+                rows.append((Path(w).name, cc, label(c), f"{n:,}", f"{med:.3f}",
                              f"[{lo:.3f}, {hi:.3f}]",
                              "" if ratio is None else f"{ratio:.3f}",
                              "" if ratio is None else f"[{rlo:.3f}, {rhi:.3f}]", verdict,
@@ -148,7 +159,7 @@ def _print_placement(results: ResultFile, configs, out) -> None:
         if len(per) < 2:
             continue
         lo, hi = min(per.values()), max(per.values())
-        lines.append((c.workload_name, c.cc, c.mode, len(per),
+        lines.append((c.workload_name, c.cc, label(c), len(per),
                       " ".join(f"{v:.3f}" for v in per.values()), f"{100 * (hi / lo - 1):.1f}%"))
     if lines:
         print("\ncode placement: cycles/instr of each code layout's worker processes (the same "
@@ -158,18 +169,19 @@ def _print_placement(results: ResultFile, configs, out) -> None:
 
 
 def _print_geomeans(results, configs, out, base: str = "goto") -> None:
-    combos = dict.fromkeys((c.mode, c.cc) for c in configs if c.mode != base)
+    combos = dict.fromkeys((c.mode, c.cc, c.cache) for c in configs if c.mode != base)
     lines = []
-    for mode, cc in combos:
+    for mode, cc, cache in combos:
         pairs = []
         for w in dict.fromkeys(c.workload for c in configs):
-            k = f"dispatch/{Path(w).name}/{mode}/{cc}"
+            k = harness.Config("dispatch", w, mode, cc, cache=cache).key
             b = f"dispatch/{Path(w).name}/{base}/{cc}"
             if k in results and b in results:
                 pairs.append((results.get(k).cycles_groups(), results.get(b).cycles_groups()))
         if len(pairs) > 1:
             g, lo, hi = stats.geometric_mean_ratio(pairs)
-            lines.append((f"{mode}/{cc}", f"{g:.3f}", f"[{lo:.3f}, {hi:.3f}]",
+            name = f"{mode} K={cache}" if cache else mode
+            lines.append((f"{name}/{cc}", f"{g:.3f}", f"[{lo:.3f}, {hi:.3f}]",
                           stats.verdict(g, lo, hi)))
     if lines:
         print(f"\ngeometric mean over workloads, time vs the same compiler's {base}:", file=out)
@@ -190,16 +202,14 @@ def main(args) -> int:
                            max_processes=args.max_processes or preset[4] or 40,
                            layout=args.layout, timeout=args.timeout,
                            code_layouts=(args.code_layouts if args.code_layout == "random"
-                                         else 0))
+                                         else 0),
+                           tape_len=getattr(args, "tape_size", None) or harness.Options.tape_len)
     if opts.code_layouts < 0 or (args.code_layout == "random" and opts.code_layouts < 1):
         raise ShimlabError(f"--code-layouts {args.code_layouts}: needs at least 1")
     if opts.timeout <= 0:
         raise ShimlabError(f"--timeout {opts.timeout:g}: needs a positive number of seconds")
-    path = new_path(args.output, "dispatch", args.resume)
-    if args.resume and not path.exists():
-        raise ShimlabError(f"{path}: nothing to resume")
-    check_writable(path)
-    results = ResultFile.open(path)
+    results = harness.open_results(args, "dispatch", configs)
+    path = results.path
     cpu = opts.cpu if opts.cpu is not None else harness.default_cpu()
     more = (f" (more, up to {opts.max_processes}, until each median is known to "
             f"+-{100 * opts.target_ci:g}%)" if opts.target_ci else "")

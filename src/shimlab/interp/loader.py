@@ -74,7 +74,10 @@ class Loaded:
         vm.funcs, vm.nfuncs = funcs, len(program.functions)
         setattr(vm, "in", inbuf)   # a C field named like a Python keyword
         vm.in_len = len(input)
-        vm.stack_size, vm.tape_len, vm.max_depth = stack_size, tape_len, max_depth
+        # a --cache K interpreter keeps K pad slots in every frame (interp/generate.py):
+        # room for them on top, which its overflow check takes back out
+        vm.stack_size = stack_size + build.cache * (max_depth + 1)
+        vm.tape_len, vm.max_depth = tape_len, max_depth
         vm.counts = counts
         vm.layout_seed = layout_seed
         bad = self.lib.sl_check_code(vm)
