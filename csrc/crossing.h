@@ -7,28 +7,38 @@
  *                  the callee-saved registers and calls the trace; the trace
  *                  returns the resume ip, the state comes back through vm.
  *   SL_JIT_DIRECT  a tail call into the trace with the contract registers
- *                  as they are; the trace leaves by jumping to a handler. */
+ *                  as they are; the trace leaves by jumping to a handler.
+ *
+ * With K cached values (--cache K) the traces are still K = 0 code: every
+ * entry spills the K values to the memory stack first (SL_CACHE_SPILL), and
+ * every way back reloads them: here after the shim returns, in the exit
+ * stubs (jitstubs/exits.py, the :k<K> variants) for the direct modes. */
 typedef SL_PRESERVE_NONE const sl_instr *sl_trace_fn(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table));
 
 #if SL_JIT == SL_JIT_SHIM
 __attribute__((visibility("hidden")))  /* a direct call, not through the PLT */
 const sl_instr *sl_jit_shim(sl_trace_fn *trace, SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table));
 
-SL_PRESERVE_NONE int sl_op_ENTER_JIT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)) {
+SL_PRESERVE_NONE int sl_op_ENTER_JIT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS) {
     sl_trace_fn *trace = (sl_trace_fn *)vm->jit_entry[ip - vm->code];
+    SL_CACHE_SPILL();
     ip = sl_jit_shim(trace, ip, sp, fp, head, vm, table);
     sp = vm->sp; head = vm->head;
+    SL_CACHE_RELOAD();
+    /* a hot side exit asked to record a trace from where it resumes */
+    if (vm->rec_len < 0) { vm->rec_len = 0; table = (const void *)sl_rec_table; }
     /* an exit that resumes at an instruction the JIT replaced (a deopt at a
      * loop header) must run that instruction, not enter the trace again */
     int32_t op = ip->op;
     if (op >= SL_OP_ENTER_JIT) op = vm->jit_orig[ip - vm->code];
     SL_COUNT(op);
-    SL_MUSTTAIL return ((sl_handler *const *)table)[op](ip, sp, fp, head, vm, table);
+    SL_MUSTTAIL return ((sl_handler *const *)table)[op](ip, sp, fp, head, vm, table SL_CACHE_ARGS);
 }
 #elif SL_JIT == SL_JIT_DIRECT
-SL_PRESERVE_NONE int sl_op_ENTER_JIT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)) {
+SL_PRESERVE_NONE int sl_op_ENTER_JIT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS) {
     sl_handler *trace = (sl_handler *)vm->jit_entry[ip - vm->code];
-    SL_MUSTTAIL return trace(ip, sp, fp, head, vm, table);
+    SL_CACHE_SPILL();   /* the trace is K = 0 code; the cached values ride along, dead */
+    SL_MUSTTAIL return trace(ip, sp, fp, head, vm, table SL_CACHE_ARGS);
 }
 
 /* jit-direct-sites: copies of ENTER_JIT, each its own function and so its own
@@ -37,10 +47,12 @@ SL_PRESERVE_NONE int sl_op_ENTER_JIT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, tabl
  * of one site with a target per trace.  The asm barrier with the copy's
  * number keeps the compiler from folding identical copies into one. */
 #define SL_ENTER_COPY(k) \
-    static SL_PRESERVE_NONE int sl_op_ENTER_JIT_##k(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)) { \
+    static SL_PRESERVE_NONE int sl_op_ENTER_JIT_##k(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) \
+                                                     SL_CACHE_PARAMS) { \
         __asm__ volatile("# ENTER_JIT copy " #k); \
         sl_handler *trace = (sl_handler *)vm->jit_entry[ip - vm->code]; \
-        SL_MUSTTAIL return trace(ip, sp, fp, head, vm, table); \
+        SL_CACHE_SPILL(); \
+        SL_MUSTTAIL return trace(ip, sp, fp, head, vm, table SL_CACHE_ARGS); \
     }
 #define SL_ENTER_COPIES8(k) SL_ENTER_COPY(k##0) SL_ENTER_COPY(k##1) SL_ENTER_COPY(k##2) \
     SL_ENTER_COPY(k##3) SL_ENTER_COPY(k##4) SL_ENTER_COPY(k##5) SL_ENTER_COPY(k##6) \
@@ -64,12 +76,13 @@ const void *const sl_jit_enter_copies[SL_JIT_ENTER_COPIES] = {
  * at its start, the buffer is full, or the instruction has no stencil.  An
  * inner loop that has a trace of its own is recorded through (its original
  * instruction runs), so an outer loop's trace can hold its inner loops. */
-static SL_PRESERVE_NONE int sl_rec(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)) {
+static SL_PRESERVE_NONE int sl_rec(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS) {
     int32_t op = ip->op;
     if (op >= SL_OP_ENTER_JIT) op = vm->jit_orig[ip - vm->code];
     if ((ip == vm->rec_start && vm->rec_len > 0) || vm->rec_len >= vm->rec_cap ||
         !vm->jit_traceable[op]) {
         SL_UNCOUNT(ip->op);              /* counted by the dispatch that got here; runs later */
+        SL_CACHE_SPILL();                /* sl_interpret reloads them when the run resumes */
         SL_LEAVE(SL_JIT_RECORDED);
     }
     vm->rec_buf[vm->rec_len++] = (int32_t)(ip - vm->code);
@@ -77,8 +90,11 @@ static SL_PRESERVE_NONE int sl_rec(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)
         SL_UNCOUNT(ip->op);
         SL_COUNT(op);
     }
-    SL_MUSTTAIL return sl_table[op](ip, sp, fp, head, vm, table);
+    SL_MUSTTAIL return sl_table[op](ip, sp, fp, head, vm, table SL_CACHE_ARGS);
 }
 
 /* for the JIT: where ENTER_JIT's handler is (the jit-table's copy of the table needs it) */
 const void *sl_jit_enter_handler = (const void *)sl_op_ENTER_JIT;
+/* for the JIT: the recorder's table, which a hot side exit dispatches through
+ * to record a trace from where it resumes (jitstubs/opt.py, opt:hot-exit) */
+const void *sl_jit_rec_table = (const void *)sl_rec_table;

@@ -40,6 +40,10 @@ def _cell_guard(cc):
 stencil("JUMP_IF_CELL_ZERO:taken", "leave unless the cell is zero")(_cell_guard("ne"))
 stencil("JUMP_IF_CELL_ZERO:fallthrough", "leave if the cell is zero")(_cell_guard("e"))
 stencil("LOOP_IF_CELL:fallthrough", "leave if the cell is non-zero")(_cell_guard("ne"))
+# a back-edge the recording took to a loop with a trace of its own: the trace
+# goes on there (its end links to that trace), leaving past the loop if not
+stencil("LOOP_IF_CELL:taken", "leave past the loop if the cell is zero")(_cell_guard("e"))
+stencil("LOOP:taken", "nothing: the trace goes on at the loop's header")(jump)
 
 
 @stencil("LOOP:close")

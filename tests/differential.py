@@ -30,7 +30,8 @@ import strategies
 from conftest import ROOT, execution_configs, get_build
 from shimlab.interp import loader
 from shimlab import isa, isolate, modes, reference, vm
-from shimlab.frontend import compile_text, slbc
+from shimlab.frontend import bf, compile_text, slbc
+from shimlab.jit import optimize
 from shimlab.frontend.verify import verify
 
 ORACLE_STEPS = 300_000     # cases longer than this are skipped, not failed
@@ -47,11 +48,16 @@ class Case:
     source: str | dict         # source text, or the .slbc dict for bytecode
     input: bytes = b""
 
-    def program(self):
+    def program(self, bf_opt: int = 0):
         if self.kind == "bytecode":
             return verify(slbc.from_dict(self.source, "case.slbc"))
         return compile_text(self.source, f"case.{'bf' if self.kind == 'bf' else 'py'}",
-                            self.kind)
+                            self.kind, bf_opt)
+
+    def programs(self):
+        """The case's program at each level of its front end (BF: --bf-opt 0 and 1)."""
+        levels = bf.LEVELS if self.kind == "bf" else (0,)
+        return [self.program(level) for level in levels]
 
     def to_json(self) -> dict:
         # latin-1 keeps every byte and leaves text readable in the file
@@ -78,12 +84,23 @@ def result_to_json(r) -> dict:
 
 # ---- running every mode ------------------------------------------------------
 
-def run_config(cfg: tuple[str, str], program, data: bytes):
-    """One mode on one program.  The JIT modes trace at the first back-edge
-    and check after every compile that no mapping is writable and executable."""
-    b = get_build(*cfg, count=True)
+def configs() -> list[tuple]:
+    """execution_configs(), the JIT modes once per optimizer level: (mode, cc[, level])."""
+    out = []
+    for mode, cc in execution_configs():
+        out += [(mode, cc, level) for level in optimize.LEVELS] if modes.is_jit(mode) \
+            else [(mode, cc)]
+    return out
+
+
+def run_config(cfg: tuple, program, data: bytes):
+    """One mode on one program.  The JIT modes trace at the first back-edge,
+    link side exits the first time they are taken, and check after every
+    compile that no mapping is writable and executable."""
+    b = get_build(*cfg[:2], count=True)
     if modes.is_jit(cfg[0]):
-        with vm.Loaded(b, program, data, jit={"threshold": 1, "verify_wx": True}) as loaded:
+        with vm.Loaded(b, program, data, jit={"threshold": 1, "verify_wx": True,
+                                              "opt": cfg[2]}) as loaded:
             return loaded.run()
     return vm.run(b, program, data)
 
@@ -94,19 +111,19 @@ def _run_all(configs, program, data):
 
 def run_modes(program, data: bytes) -> dict:
     """{config: Result, or the Crash/RunError that config ended with}."""
-    configs = execution_configs()
-    for cfg in configs:              # build and load before forking, once per session
-        loader.library(str(get_build(*cfg, count=True).path))
+    configs_ = configs()
+    for cfg in configs_:             # build and load before forking, once per session
+        loader.library(str(get_build(*cfg[:2], count=True).path))
     try:
-        return isolate.call("the interpreters", _run_all, configs, program, data,
+        return isolate.call("the interpreters", _run_all, configs_, program, data,
                             timeout=NATIVE_TIMEOUT)
     except isolate.Crash:
         pass
     # one of them crashed or hung: find which, one child per mode
     out = {}
-    for cfg in configs:
+    for cfg in configs_:
         try:
-            out[cfg] = isolate.call(f"the {cfg[0]} interpreter ({cfg[1]})", run_config, cfg,
+            out[cfg] = isolate.call(f"the {label(cfg)} interpreter", run_config, cfg,
                                     program, data, timeout=NATIVE_TIMEOUT)
         except Exception as e:
             out[cfg] = e
@@ -135,12 +152,16 @@ def differences(expected: dict, got: dict) -> list[str]:
 
 def compare_all(expected: dict, results: dict) -> list[str]:
     problems = []
-    for (mode, cc), got in results.items():
+    for cfg, got in results.items():
         if isinstance(got, Exception):
-            problems.append(f"{mode}/{cc}: {type(got).__name__}: {got}")
+            problems.append(f"{label(cfg)}: {type(got).__name__}: {got}")
             continue
-        problems += [f"{mode}/{cc}: {d}" for d in differences(expected, result_to_json(got))]
+        problems += [f"{label(cfg)}: {d}" for d in differences(expected, result_to_json(got))]
     return problems
+
+
+def label(cfg: tuple) -> str:
+    return f"{cfg[0]}/{cfg[1]}" + (f"/jit-opt {cfg[2]}" if len(cfg) > 2 else "")
 
 
 # ---- the check and the regression files ----------------------------------------
@@ -149,16 +170,18 @@ def check(case: Case) -> None:
     """Assert every mode agrees with the oracle on case."""
     expected = None
     try:
-        program = case.program()
-        try:
-            ref = reference.run(program, case.input, max_steps=ORACLE_STEPS)
-        except TimeoutError:
-            if currently_in_test_context():
-                reject()          # too long for a quick test; not a failure
-            raise
-        expected = result_to_json(ref)
-        problems = compare_all(expected, run_modes(program, case.input))
-        assert not problems, "modes disagree with the oracle:\n  " + "\n  ".join(problems)
+        for level, program in enumerate(case.programs()):
+            try:
+                ref = reference.run(program, case.input, max_steps=ORACLE_STEPS)
+            except TimeoutError:
+                if currently_in_test_context():
+                    reject()          # too long for a quick test; not a failure
+                raise
+            expected = result_to_json(ref)
+            problems = compare_all(expected, run_modes(program, case.input))
+            where = f" (--bf-opt {level})" if case.kind == "bf" else ""
+            assert not problems, (f"modes disagree with the oracle{where}:\n  "
+                                  + "\n  ".join(problems))
     except Exception as e:
         if not isinstance(e, HypothesisException):
             save_if_final(case, expected, e)

@@ -19,10 +19,10 @@ from conftest import ROOT
 # Bottom first.  A module may import its own layer and the layers below it.
 LAYERS: list[tuple[str, ...]] = [
     ("shimlab", "shimlab.errors", "shimlab.paths"),      # shimlab: the package's __init__
-    ("shimlab.isa",),
+    ("shimlab.isa", "shimlab.disasm"),   # disasm: capstone and ELF symbols, for every listing
     ("shimlab.modes", "shimlab.bytecode", "shimlab.stencil"),
-    ("shimlab.reference", "shimlab.frontend", "shimlab.toolchain", "shimlab.isolate",
-     "shimlab.childpy", "shimlab.perfcounter"),
+    ("shimlab.reference", "shimlab.oracle", "shimlab.frontend", "shimlab.toolchain",
+     "shimlab.isolate", "shimlab.childpy", "shimlab.perfcounter", "shimlab.progio"),
     ("shimlab.abi",),                  # vm.h as Python sees it; the register contract
     ("jitstubs",),                     # the PeachPy stencils, written against shimlab.stencil
     ("shimlab.interp",),               # generated C, asm interpreter, builds, the loader

@@ -358,12 +358,17 @@ def test_programs_bench_runs_and_reports_ratios(tmp_path, capsys):
     from conftest import EXAMPLES
     rc = cli.main(["bench", "programs", "--workload", str(EXAMPLES / "bf" / "squares.bf"),
                    "--cc", JIT_CC[0], "--processes", "1", "--samples", "2",
+                   "--jit-opt", "0", "--jit-opt", "2", "--bf-opt", "0",
                    "-o", str(tmp_path / "p.json")])
     text = capsys.readouterr().out
     assert rc == 0
     # a row of its own for every mode (a bare `mode in text` would take
-    # jit-direct-handler's row for jit-direct's)
-    rows = {tuple(line.split()[:2]) for line in text.splitlines()}
+    # jit-direct-handler's row for jit-direct's): workload, bf-opt, mode, jit-opt
+    rows = {(line.split()[0], line.split()[2]) for line in text.splitlines()
+            if len(line.split()) > 3}
+    assert ("squares.bf", "0", "jit-direct", "2") in {tuple(line.split()[:4])
+                                                      for line in text.splitlines()}, text
+    assert "M crossings/s" in text
     for mode in ("tailcall", "jit-shim", "jit-direct", "jit-direct-handler"):
         assert ("squares.bf", mode) in rows, text
     assert "vs tailcall" in text and (tmp_path / "p.json").exists()

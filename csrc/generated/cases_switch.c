@@ -226,6 +226,26 @@ sl_dispatch:
         if (*HEAD != 0) BACKEDGE(ARG);
         ip += 1; DISPATCH();
     }
+    case SL_OP_CELL_ADD_AT: {
+        int32_t oparg = ip->arg; (void)oparg;
+        TAPE_AT(p_, ARG >> 8); *p_ = (uint8_t)((uint32_t)*p_ + (uint32_t)ARG);
+        ip += 1; DISPATCH();
+    }
+    case SL_OP_CELL_SET_AT: {
+        int32_t oparg = ip->arg; (void)oparg;
+        TAPE_AT(p_, ARG >> 8); *p_ = (uint8_t)ARG;
+        ip += 1; DISPATCH();
+    }
+    case SL_OP_CELL_MULADD: {
+        int32_t oparg = ip->arg; (void)oparg;
+        uint32_t c_ = *HEAD; if (c_) { TAPE_AT(p_, ARG >> 8); *p_ = (uint8_t)((uint32_t)*p_ + c_ * (uint32_t)ARG); }
+        ip += 1; DISPATCH();
+    }
+    case SL_OP_SCAN: {
+        int32_t oparg = ip->arg; (void)oparg;
+        while (*HEAD) MOVE_HEAD(ARG);
+        ip += 1; DISPATCH();
+    }
     default:
         FAIL(SL_ERR_BAD_OPCODE);
     }

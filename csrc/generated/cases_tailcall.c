@@ -6,6 +6,12 @@
 const void *sl_handler_addrs[SL_NUM_OPCODES];
 #define SL_PRESERVE_NONE __attribute__((preserve_none))
 #define SL_MUSTTAIL __attribute__((musttail))
+/* no cached values: the cache macros jit_interp.h and crossing.h use are empty */
+#define SL_CACHE 0
+#define SL_CACHE_PARAMS
+#define SL_CACHE_ARGS
+#define SL_CACHE_SPILL() ((void)0)
+#define SL_CACHE_RELOAD() ((void)0)
 typedef SL_PRESERVE_NONE int sl_handler(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table));
 #define DISPATCH() do { SL_COUNT(ip->op); SL_MUSTTAIL return ((sl_handler *const *)table)[ip->op](ip, sp, fp, head, vm, table); } while (0)
 #define SL_LEAVE(s) do { SL_SAVE_STATE(); return (s); } while (0)
@@ -52,6 +58,10 @@ SL_PRESERVE_NONE int sl_op_CELL_OUT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table
 SL_PRESERVE_NONE int sl_op_CELL_IN(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table));
 SL_PRESERVE_NONE int sl_op_JUMP_IF_CELL_ZERO(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table));
 SL_PRESERVE_NONE int sl_op_LOOP_IF_CELL(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table));
+SL_PRESERVE_NONE int sl_op_CELL_ADD_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table));
+SL_PRESERVE_NONE int sl_op_CELL_SET_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table));
+SL_PRESERVE_NONE int sl_op_CELL_MULADD(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table));
+SL_PRESERVE_NONE int sl_op_SCAN(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table));
 
 #ifdef SL_JIT   /* the JIT modes: hot counters, recorder, ENTER_JIT */
 #include "../jit_interp.h"
@@ -103,6 +113,10 @@ static sl_handler *const sl_table[SL_NUM_OPCODES + SL_JIT_OPS] = {
     sl_op_CELL_IN,
     sl_op_JUMP_IF_CELL_ZERO,
     sl_op_LOOP_IF_CELL,
+    sl_op_CELL_ADD_AT,
+    sl_op_CELL_SET_AT,
+    sl_op_CELL_MULADD,
+    sl_op_SCAN,
 #ifdef SL_JIT
     sl_op_ENTER_JIT,
 #endif
@@ -356,6 +370,30 @@ SL_PRESERVE_NONE int sl_op_JUMP_IF_CELL_ZERO(SL_CONTRACT_ARGS(ip, sp, fp, head, 
 SL_PRESERVE_NONE int sl_op_LOOP_IF_CELL(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)) {
     int32_t oparg = ip->arg; (void)oparg;
     if (*HEAD != 0) BACKEDGE(ARG);
+    ip += 1; DISPATCH();
+}
+
+SL_PRESERVE_NONE int sl_op_CELL_ADD_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)) {
+    int32_t oparg = ip->arg; (void)oparg;
+    TAPE_AT(p_, ARG >> 8); *p_ = (uint8_t)((uint32_t)*p_ + (uint32_t)ARG);
+    ip += 1; DISPATCH();
+}
+
+SL_PRESERVE_NONE int sl_op_CELL_SET_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)) {
+    int32_t oparg = ip->arg; (void)oparg;
+    TAPE_AT(p_, ARG >> 8); *p_ = (uint8_t)ARG;
+    ip += 1; DISPATCH();
+}
+
+SL_PRESERVE_NONE int sl_op_CELL_MULADD(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)) {
+    int32_t oparg = ip->arg; (void)oparg;
+    uint32_t c_ = *HEAD; if (c_) { TAPE_AT(p_, ARG >> 8); *p_ = (uint8_t)((uint32_t)*p_ + c_ * (uint32_t)ARG); }
+    ip += 1; DISPATCH();
+}
+
+SL_PRESERVE_NONE int sl_op_SCAN(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)) {
+    int32_t oparg = ip->arg; (void)oparg;
+    while (*HEAD) MOVE_HEAD(ARG);
     ip += 1; DISPATCH();
 }
 

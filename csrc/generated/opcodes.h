@@ -45,7 +45,11 @@ enum sl_opcode {
     SL_OP_CELL_IN = 39,  /* read a byte into the current cell; unchanged at end of input */
     SL_OP_JUMP_IF_CELL_ZERO = 40,  /* BF '[': jump forward if the current cell is zero */
     SL_OP_LOOP_IF_CELL = 41,  /* BF ']': loop back-edge taken while the current cell is non-zero */
-    SL_NUM_OPCODES = 42
+    SL_OP_CELL_ADD_AT = 42,  /* add the low byte of ARG to the cell at head + (ARG >> 8) */
+    SL_OP_CELL_SET_AT = 43,  /* set the cell at head + (ARG >> 8) to the low byte of ARG */
+    SL_OP_CELL_MULADD = 44,  /* a multiply loop's step: add the current cell times the low byte of ARG to the cell at head + (ARG >> 8) (nothing, no bounds check, when the current cell is 0) */
+    SL_OP_SCAN = 45,  /* BF [>] and kin: move the head by ARG until the current cell is zero */
+    SL_NUM_OPCODES = 46
 };
 
 enum sl_status {
@@ -58,6 +62,6 @@ enum sl_status {
     SL_ERR_BAD_OPCODE = 6,  /* invalid opcode reached the interpreter */
 };
 
-static const unsigned char sl_op_is_jump[SL_NUM_OPCODES] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1};
+static const unsigned char sl_op_is_jump[SL_NUM_OPCODES] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0};
 
 #endif

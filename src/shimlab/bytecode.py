@@ -5,6 +5,9 @@ the relative displacements the VM uses); `disassemble` prints one for humans.
 """
 from __future__ import annotations
 
+from array import array
+from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -45,6 +48,37 @@ class Program:
             if f.entry <= pc and (best is None or f.entry > best.entry):
                 best = f
         return best
+
+
+class SourcePositions(Sequence):
+    """(line, column) per instruction, computed when asked from the source
+    offset of each instruction: 8 bytes an instruction instead of a tuple,
+    which is what keeps a front end's memory linear and small on big sources."""
+
+    def __init__(self, source: str):
+        self.offsets = array("q")
+        self._lines = array("q", [0])
+        find, at = source.find, source.find("\n")
+        while at >= 0:
+            self._lines.append(at + 1)
+            at = find("\n", at + 1)
+
+    def append(self, offset: int) -> None:
+        self.offsets.append(offset)
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def __getitem__(self, pc):
+        if isinstance(pc, slice):
+            return [self[i] for i in range(*pc.indices(len(self)))]
+        return self.line_col(self.offsets[pc])
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        if offset < 0:
+            return (0, 0)
+        line = bisect_right(self._lines, offset)
+        return line, offset - self._lines[line - 1] + 1
 
 
 class Label:
@@ -105,6 +139,8 @@ class Assembler:
 
 def format_operand(program: Program, pc: int, ins: isa.Instr, arg: int) -> str:
     kind = ins.operand
+    if ins.name in isa.PACKED_CELL:
+        return f"cell {arg >> 8:+d}, {arg & 0xFF}"
     if kind is Operand.NONE:
         return ""
     if kind in (Operand.FORWARD, Operand.BACKWARD):

@@ -17,6 +17,16 @@ INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1
 
 
+CELL_OFFSET_MAX = (1 << 23) - 1     # the packed operands' cell offset is signed 24-bit
+
+
+def pack_cell(offset: int, value: int) -> int:
+    """The operand of CELL_ADD_AT, CELL_SET_AT and CELL_MULADD."""
+    if not -CELL_OFFSET_MAX - 1 <= offset <= CELL_OFFSET_MAX:
+        raise ValueError(f"cell offset {offset} does not fit 24 bits")
+    return (offset << 8) | (value & 0xFF)
+
+
 def wrap64(x: int) -> int:
     """Two's-complement wrap: VM integers are int64 and overflow wraps."""
     x &= (1 << 64) - 1
@@ -223,6 +233,29 @@ _def("JUMP_IF_CELL_ZERO", Operand.FORWARD, 0, 0, Flow.BRANCH, "if (*HEAD == 0) J
 _def("LOOP_IF_CELL", Operand.BACKWARD, 0, 0, Flow.BACKEDGE_BRANCH, "if (*HEAD != 0) BACKEDGE(ARG);",
      "BF ']': loop back-edge taken while the current cell is non-zero",
      lambda s, arg: s.pc + arg if s.cell() != 0 else None)
+
+# BF loop idioms and cells at an offset from the head, made by the BF front
+# end at --bf-opt 1 (frontend/bf.py).  A packed operand holds a signed
+# 24-bit cell offset above a byte: ARG >> 8 is the offset, ARG & 0xFF the value.
+_def("CELL_ADD_AT", Operand.IMM, 0, 0, Flow.NEXT,
+     "TAPE_AT(p_, ARG >> 8); *p_ = (uint8_t)((uint32_t)*p_ + (uint32_t)ARG);",
+     "add the low byte of ARG to the cell at head + (ARG >> 8)",
+     lambda s, arg: s.cell_add_at(arg >> 8, arg & 0xFF))
+_def("CELL_SET_AT", Operand.IMM, 0, 0, Flow.NEXT,
+     "TAPE_AT(p_, ARG >> 8); *p_ = (uint8_t)ARG;",
+     "set the cell at head + (ARG >> 8) to the low byte of ARG",
+     lambda s, arg: s.cell_set_at(arg >> 8, arg & 0xFF))
+_def("CELL_MULADD", Operand.IMM, 0, 0, Flow.NEXT,
+     "uint32_t c_ = *HEAD; if (c_) { TAPE_AT(p_, ARG >> 8); "
+     "*p_ = (uint8_t)((uint32_t)*p_ + c_ * (uint32_t)ARG); }",
+     "a multiply loop's step: add the current cell times the low byte of ARG to the "
+     "cell at head + (ARG >> 8) (nothing, no bounds check, when the current cell is 0)",
+     lambda s, arg: s.cell_muladd(arg >> 8, arg & 0xFF))
+_def("SCAN", Operand.IMM, 0, 0, Flow.NEXT, "while (*HEAD) MOVE_HEAD(ARG);",
+     "BF [>] and kin: move the head by ARG until the current cell is zero",
+     lambda s, arg: s.scan(arg))
+
+PACKED_CELL = frozenset({"CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD"})
 
 BY_NAME: dict[str, Instr] = {ins.name: ins for ins in INSTRUCTIONS}
 OPCODE: dict[str, int] = {ins.name: i for i, ins in enumerate(INSTRUCTIONS)}

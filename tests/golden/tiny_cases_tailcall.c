@@ -6,6 +6,12 @@
 const void *sl_handler_addrs[SL_NUM_OPCODES];
 #define SL_PRESERVE_NONE __attribute__((preserve_none))
 #define SL_MUSTTAIL __attribute__((musttail))
+/* no cached values: the cache macros jit_interp.h and crossing.h use are empty */
+#define SL_CACHE 0
+#define SL_CACHE_PARAMS
+#define SL_CACHE_ARGS
+#define SL_CACHE_SPILL() ((void)0)
+#define SL_CACHE_RELOAD() ((void)0)
 typedef SL_PRESERVE_NONE int sl_handler(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table));
 #define DISPATCH() do { SL_COUNT(ip->op); SL_MUSTTAIL return ((sl_handler *const *)table)[ip->op](ip, sp, fp, head, vm, table); } while (0)
 #define SL_LEAVE(s) do { SL_SAVE_STATE(); return (s); } while (0)

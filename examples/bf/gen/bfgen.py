@@ -332,6 +332,135 @@ class BF:
             for c in (d0, d1, d2):
                 self.clear(c)
 
+    # ------------------------------------------------------------ fixed point helpers
+    # (added for make_mandel.py)
+
+    def divmod_move_fast(self, src: int, low: int, high: int, base: int) -> None:
+        """src (0..255) moved out: low += src mod base and high += src div
+        base, assuming low starts at 0 (base 2..255); a constant time wrap
+        test per unit, like divmod10_move_fast."""
+        assert 2 <= base <= 255
+        with self.temps(3) as (room, _z1, _z2):  # room needs two zero cells on its right
+            self.set(room, base)
+            with self.loop(src):
+                self.dec(src)
+                self.inc(low)
+                self.dec(room)
+                with self.if_zero_adjacent(room):
+                    self.add(low, -base)
+                    self.inc(high)
+                    self.add(room, base)
+            self.clear(room)
+
+    def flag_if_at_least_move(self, src: int, k: int, flag: int) -> None:
+        """flag += 1 if src >= k (1 <= k <= 255); src is moved out (zero
+        after).  A room counter starting at k is counted down with src; the
+        constant time zero test raises the flag and stops the loop."""
+        assert 1 <= k <= 255
+        with self.temps(3) as (room, _z1, _z2):  # room needs two zero cells on its right
+            self.set(room, k)
+            with self.loop(src):
+                self.dec(src)
+                self.dec(room)
+                with self.if_zero_adjacent(room):
+                    self.inc(flag)
+                    self.clear(src)
+            self.clear(room)
+
+    def bit_xor(self, a: int, b: int, dst: int) -> None:
+        """dst ^= a ^ b for 0/1 cells a, b, dst; a and b kept."""
+        with self.if_nz(a):
+            self.toggle(dst)
+        with self.if_nz(b):
+            self.toggle(dst)
+
+    def signed_add_move(self, a_sign: int, a_mag: int, b_sign: int, b_mag: int) -> None:
+        """Sign-magnitude addition: (a_sign, a_mag) += (b_sign, b_mag); the
+        addend is moved out (both of its cells are zero after).  Signs are
+        0 (plus) or 1 (minus); zero may carry either sign.
+
+        Equal signs add the magnitudes.  Different signs count b_mag down
+        against a_mag; the units for which a_mag is already zero go to a
+        borrow cell, and a nonzero borrow becomes the magnitude with b's
+        sign.  The zero test of a_mag takes constant time: the two cells
+        right of a_mag must be zero."""
+        with self.temps(2) as (differ, same):
+            self.bit_xor(a_sign, b_sign, differ)
+            self.inc(same)
+            with self.if_nz_consume(differ):
+                self.dec(same)
+                with self.temps(2) as (borrow, flag):
+                    with self.loop(b_mag):
+                        self.dec(b_mag)
+                        self.inc(flag)
+                        with self.if_zero_adjacent(a_mag):
+                            self.dec(flag)
+                            self.inc(borrow)
+                        with self.if_nz_consume(flag):
+                            self.dec(a_mag)
+                    with self.loop(borrow):  # runs at most once
+                        self.toggle(a_sign)
+                        self.move(borrow, {a_mag: 1})
+            with self.if_nz_consume(same):
+                self.move(b_mag, {a_mag: 1})
+            self.clear(b_sign)
+
+    def mul_split_add(self, ah: int, al: int, bh: int, bl: int, r: int,
+                      base: int, factor: int = 1) -> None:
+        """r += factor * floor(a * b / base) for a = base*ah + al and
+        b = base*bh + bl with ah, bh in 0..1 and al, bl below base; all four
+        inputs kept (a and b may be the same cells).
+
+        a*b/base = ah*b + bh*al + al*bl/base, so only the last term needs a
+        division: for every unit of al, bl units are counted through a room
+        counter that adds one to r each time base units have gone by, so no
+        cell ever holds al*bl."""
+        with self.if_nz(ah):
+            self.copy(bh, r, factor * base)
+            self.copy(bl, r, factor)
+        with self.if_nz(bh):
+            self.copy(al, r, factor)
+        with self.temps(4) as (count, room, _z1, _z2):  # room needs two zero cells on its right
+            self.set(room, base)
+            self.copy(al, count)
+            with self.loop(count):
+                self.dec(count)
+                with self.temps(1) as side:
+                    with self.loop(bl):
+                        self.dec(bl)
+                        self.inc(side)
+                        self.dec(room)
+                        with self.if_zero_adjacent(room):
+                            self.add(r, factor)
+                            self.add(room, base)
+                    self.move(side, {bl: 1})
+            self.clear(room)
+
+    def print_by_count(self, count: int, chars: bytes) -> None:
+        """Print chars[count] (count kept; a count beyond the table prints
+        the last entry).  A copy of the count is taken down through nested
+        loops, one level per table entry, each adding the step to the next
+        character; only as many levels run as the count says."""
+        with self.temps(2) as (t, ch):
+            self.copy(count, t)
+            self.add(ch, chars[0])
+
+            def level(k: int) -> None:
+                with self.loop(t):
+                    self.dec(t)
+                    self.add(ch, chars[k] - chars[k - 1])
+                    if k + 1 < len(chars):
+                        level(k + 1)
+                    else:
+                        self.clear(t)
+
+            if len(chars) > 1:
+                level(1)
+            else:
+                self.clear(t)
+            self.out(ch)
+            self.clear(ch)
+
     # ------------------------------------------------------------ result
     def code(self, width: int = 78) -> str:
         """The program text: comments on their own lines, code wrapped."""

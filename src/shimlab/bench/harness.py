@@ -8,6 +8,7 @@ the worker in flight and --resume tops each configuration up.
 from __future__ import annotations
 
 import io
+import math
 import os
 import random
 import subprocess
@@ -16,11 +17,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .. import childpy, isolate, reference, vm
-from ..errors import RunError
+from ..errors import RunError, ShimlabError
 from ..frontend import load_program
 from ..interp import build as build_mod
 from . import counters, floors, stats, synthetic
 from .progress import Progress
+from . import results as results_mod
 from .results import ResultFile, RunSamples
 
 
@@ -36,6 +38,9 @@ class Config:
     # the same mode and compiler apart in the key ("pgo", "tail-dup-64", ...)
     profile: str | None = None
     tag: str = ""
+    cache: int = 0                # operand-stack values in registers (--cache K)
+    jit_opt: int = 0              # JIT modes: the trace optimizer's level (--jit-opt)
+    bf_opt: int = 0               # BF workloads: the front end's level (--bf-opt)
 
     @property
     def workload_name(self) -> str:
@@ -44,23 +49,30 @@ class Config:
     @property
     def key(self) -> str:
         key = f"{self.suite}/{self.workload_name}/{self.mode}/{self.cc}"
+        if self.cache:
+            key += f"/k{self.cache}"
+        if self.jit_opt:
+            key += f"/o{self.jit_opt}"
+        if self.bf_opt:
+            key += f"/bf{self.bf_opt}"
         return f"{key}/{self.tag}" if self.tag else key
 
     def job(self, warmup: int, samples: int, cpu: int | None) -> dict:
         return {"mode": self.mode, "cc": self.cc, "flags": list(self.flags),
                 "program": self.workload, "input": self.input, "warmup": warmup,
-                "samples": samples, "cpu": cpu, "profile": self.profile}
+                "samples": samples, "cpu": cpu, "profile": self.profile, "cache": self.cache,
+                "jit_opt": self.jit_opt, "bf_opt": self.bf_opt}
 
     def build(self, code_layout: int = 0):
         return build_mod.build(self.mode, self.cc, self.flags, profile=self.profile,
-                               code_layout=code_layout)
+                               code_layout=code_layout, cache=self.cache)
 
     def describe(self) -> dict:
         d = asdict(self)
         d["flags"] = " ".join(self.flags)
         d["workload"] = self.workload_name
         d.pop("input")
-        for name in ("profile", "tag"):   # only when set: older files stay resumable
+        for name in ("profile", "tag", "cache", "jit_opt", "bf_opt"):   # only when set: older files stay resumable
             if not d[name]:
                 d.pop(name)
         return d
@@ -88,6 +100,20 @@ class Options:
     code_layouts: int = 0
     timeout: float = 600.0
     quiet: bool = False
+    tape_len: int = reference.TAPE_LEN    # BF tape cells in every run (--tape-size)
+
+    def __post_init__(self):
+        # the CLI's argparse types refuse these first; this holds for callers in Python
+        bad = [f"{name}={getattr(self, name)!r}" for name, ok in (
+            ("processes", self.processes >= 1), ("warmup", self.warmup >= 0),
+            ("samples", self.samples >= 1), ("tape_len", self.tape_len >= 1),
+            ("timeout", math.isfinite(self.timeout) and self.timeout > 0),
+            ("target_ci", self.target_ci is None or (math.isfinite(self.target_ci)
+                                                     and self.target_ci > 0)),
+            ("max_processes", self.max_processes >= 0), ("code_layouts", self.code_layouts >= 0),
+            ("cpu", self.cpu is None or self.cpu >= 0)) if not ok]
+        if bad:
+            raise ShimlabError(f"benchmark options out of range: {', '.join(bad)}")
 
 
 @dataclass
@@ -144,18 +170,19 @@ def run_worker(job: dict, timeout: float) -> dict:
     return out
 
 
-def vm_instruction_count(config: Config, timeout: float | None = None) -> int:
+def vm_instruction_count(config: Config, timeout: float | None = None,
+                         tape_len: int = reference.TAPE_LEN) -> int:
     """VM instructions one run executes (the same in every mode; tested)."""
     if synthetic.is_synthetic(config.workload):
         return synthetic.instructions_per_run(config.workload)
     if config.workload.startswith("floor:"):
         return floors.elements_per_sample()     # cycles per copy of the primitive
-    program = load_program(config.workload)
+    program = load_program(config.workload, bf_opt=config.bf_opt)
     data = Path(config.input).read_bytes() if config.input else b""
     b = build_mod.build("switch", None, count=True)
     result = isolate.call(f"the switch interpreter ({b.compiler.name}) counting the "
                           f"instructions of {config.workload_name}", vm.run, b, program, data,
-                          timeout=timeout)
+                          timeout=timeout, tape_len=tape_len)
     if result.status:
         raise RunError(reference.describe_error(program, result))
     return result.instructions
@@ -164,15 +191,34 @@ def vm_instruction_count(config: Config, timeout: float | None = None) -> int:
 def measure_and_tell(configs: list[Config], results: ResultFile, opts: Options,
                      resume_hint: bool = False) -> Outcome:
     """measure(), then one line on stderr per failed configuration and, when
-    interrupted, where the finished runs are (what every suite's CLI prints)."""
-    outcome = measure(configs, results, opts)
+    interrupted, where the finished runs are (what every suite's CLI prints).
+    A new results file nothing was saved into is removed (ResultFile.release)."""
+    try:
+        outcome = measure(configs, results, opts)
+    finally:
+        results.release()
     for key, why in outcome.failures.items():
         print(f"shimlab: {key}: {why}", file=sys.stderr)
-    if outcome.interrupted:
+    if outcome.interrupted and not results.saved and not len(results):
+        print("shimlab: interrupted before any run finished; no results file written",
+              file=sys.stderr)
+    elif outcome.interrupted:
         hint = f"; continue with --resume {results.path}" if resume_hint else ""
         print(f"shimlab: interrupted; finished runs are in {results.path}{hint}",
               file=sys.stderr)
     return outcome
+
+
+def open_results(args, suite: str, configs: list[Config]) -> ResultFile:
+    """The results file of a suite's command line: -o, --resume and --force
+    (results.open_for), for this run's configurations."""
+    results = results_mod.open_for(suite, [c.key for c in configs],
+                                   output=getattr(args, "output", None),
+                                   resume=getattr(args, "resume", None),
+                                   force=bool(getattr(args, "force", False)))
+    # first, since without -o it lands under the current directory
+    print(f"results file: {results.path.resolve()}", file=sys.stderr, flush=True)
+    return results
 
 
 def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcome:
@@ -184,28 +230,32 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
             c.build(layout)
     # A workload that crashes or never ends fails its configurations here,
     # with the same per-worker timeout; the other workloads still run.
-    vm_counts: dict[str, int | str] = {}
+    # per program as compiled: a BF workload's front end level changes its instructions
+    vm_counts: dict[tuple, int | str] = {}
     for c in configs:
-        if c.workload not in vm_counts:
+        if (c.workload, c.bf_opt) not in vm_counts:
             try:
-                vm_counts[c.workload] = vm_instruction_count(c, opts.timeout)
+                vm_counts[c.workload, c.bf_opt] = vm_instruction_count(c, opts.timeout,
+                                                                       opts.tape_len)
             except RunError as e:
-                vm_counts[c.workload] = str(e)
-        if isinstance(vm_counts[c.workload], str):
-            outcome.failures[c.key] = vm_counts[c.workload]
+                vm_counts[c.workload, c.bf_opt] = str(e)
+        if isinstance(vm_counts[c.workload, c.bf_opt], str):
+            outcome.failures[c.key] = vm_counts[c.workload, c.bf_opt]
     exact: dict[str, int] = {}
     use_perf = opts.count_instructions and counters.hardware_counters()[0]
     if opts.count_instructions and not use_perf:
         batch = [c for c in configs if synthetic.is_synthetic(c.workload)
                  and results.runs_done(c.key) < opts.processes]
         if batch:    # synthetic programs: one valgrind process for all of them
-            for c, n in zip(batch, counters.callgrind_batch([c.job(0, 1, None) for c in batch])):
+            jobs = [{**c.job(0, 1, None), "tape_len": opts.tape_len} for c in batch]
+            for c, n in zip(batch, counters.callgrind_batch(jobs)):
                 exact[c.key] = n
         for c in configs:
             if c.workload.startswith("floor:") or synthetic.is_synthetic(c.workload):
                 continue        # floors: straight-line code, counted in floors.INSTRUCTIONS
             if results.runs_done(c.key) < opts.processes and c.key not in outcome.failures:
-                exact[c.key] = counters.callgrind_instructions(c.job(0, 1, None))
+                exact[c.key] = counters.callgrind_instructions(
+                    {**c.job(0, 1, None), "tape_len": opts.tape_len})
 
     progress = Progress(None, "bench", stream=io.StringIO() if opts.quiet else None)
     rng = random.Random(len(configs))
@@ -227,6 +277,7 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
             for c in batch:
                 job = c.job(opts.warmup, opts.samples, cpu)
                 job["perf_instructions"] = use_perf
+                job["tape_len"] = opts.tape_len
                 layouts = code_layouts(opts)
                 job["code_layout"] = layouts[results.runs_done(c.key) % len(layouts)]
                 if opts.layout == "fixed":
@@ -238,7 +289,8 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
                     progress.step(note=f"{c.key} FAILED")
                     continue
                 run = RunSamples(cycles=out["cycles"], ns=out["ns"], warmup_ns=out["warmup_ns"],
-                                 vm_instructions=vm_counts[c.workload],
+                                 vm_instructions=vm_counts[c.workload, c.bf_opt],
+                                 crossings=out.get("crossings"),
                                  instructions=out.get("instructions", exact.get(c.key)),
                                  worker_pid=out["pid"], cpu=out["cpu"],
                                  layout_seed=out["layout_seed"],

@@ -21,7 +21,7 @@ import numpy as np
 from .. import modes as mode_registry
 from .. import toolchain
 from . import floors, harness, stats
-from .results import ResultFile, results_path
+from .results import ResultFile
 from .table import table
 
 MODES = mode_registry.JIT
@@ -441,8 +441,8 @@ def main(args) -> int:
     opts = harness.Options(processes=args.processes or procs, warmup=warmup,
                            samples=args.samples or samples, cpu=args.cpu,
                            count_instructions=not args.no_count)
-    path = results_path(args.output, "transitions")
-    results = ResultFile.open(path)
+    results = harness.open_results(args, "transitions", configs)
+    path = results.path
     print(f"{len(configs)} configurations x {opts.processes} worker processes x "
           f"{opts.samples} samples ({cc})", file=sys.stderr)
     outcome = harness.measure_and_tell(configs, results, opts)

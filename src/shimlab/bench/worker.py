@@ -39,7 +39,8 @@ def run_job(job: dict) -> dict:
     if job.get("cpu") is not None:
         os.sched_setaffinity(0, {int(job["cpu"])})
     b = build.build(job["mode"], job["cc"], tuple(job.get("flags") or build.DEFAULT_FLAGS),
-                    profile=job.get("profile"), code_layout=int(job.get("code_layout") or 0))
+                    profile=job.get("profile"), code_layout=int(job.get("code_layout") or 0),
+                    cache=int(job.get("cache") or 0))
     if job["program"].startswith("floor:"):
         return _run_floor(job, b)
     jit = None
@@ -48,7 +49,11 @@ def run_job(job: dict) -> dict:
         if modes.is_jit(job["mode"]):
             jit = synthetic.jit_options(job["program"], stretches)
     else:
-        program = load_program(job["program"])
+        program = load_program(job["program"], bf_opt=int(job.get("bf_opt") or 0))
+        if modes.is_jit(job["mode"]):
+            jit = {"opt": int(job.get("jit_opt") or 0)}
+    if job.get("stencils") and modes.is_jit(job["mode"]):     # bench programs --stencil
+        jit = {**(jit or {}), "stencils": dict(job["stencils"])}
     data = b""
     if job.get("input"):
         with open(job["input"], "rb") as f:
@@ -58,7 +63,8 @@ def run_job(job: dict) -> dict:
     seed = job.get("layout_seed")
     if seed is None:
         seed = int.from_bytes(os.urandom(4), "little") or 1
-    with vm.Loaded(b, program, data, layout_seed=seed, jit=jit) as loaded:
+    tape_len = int(job.get("tape_len") or reference.TAPE_LEN)     # --tape-size
+    with vm.Loaded(b, program, data, layout_seed=seed, jit=jit, tape_len=tape_len) as loaded:
         tsc_hz = calibrate_tsc(loaded.lib)
         warmup_ns = []
         for _ in range(int(job.get("warmup", 1))):
@@ -78,7 +84,19 @@ def run_job(job: dict) -> dict:
                "code_at": code_placement(loaded.lib)}
         if job.get("perf_instructions"):
             out["instructions"] = count_run_instructions(loaded)
+    if jit is not None and not jit.get("stretches"):
+        out["crossings"] = count_crossings(b, program, data, jit, tape_len)
     return out
+
+
+def count_crossings(b, program, data: bytes, jit: dict, tape_len: int) -> int:
+    """Crossings between the interpreter and JIT code in one run, from a
+    --stats run of its own (untimed): entries from the interpreter and exits
+    to it (a linked exit jumps into a trace and crosses nothing)."""
+    with vm.Loaded(b, program, data, jit={**jit, "stats": True}, tape_len=tape_len) as loaded:
+        loaded.run()
+        # a tallied exit crossed: once linked, an exit jumps before its tally
+        return sum(t.entries() + sum(t.exit_counts()) for t in loaded.jit.stats.traces)
 
 
 def _run_floor(job: dict, b) -> dict:
@@ -101,7 +119,8 @@ def run_batch(jobs: list[dict]) -> dict:
     """One sl_run of each job's program, in order (callgrind dumps after each)."""
     done = []
     for job in jobs:
-        b = build.build(job["mode"], job["cc"], tuple(job.get("flags") or build.DEFAULT_FLAGS))
+        b = build.build(job["mode"], job["cc"], tuple(job.get("flags") or build.DEFAULT_FLAGS),
+                        cache=int(job.get("cache") or 0))
         program, stretches = synthetic.build(job["program"])
         jit = synthetic.jit_options(job["program"], stretches) if modes.is_jit(job["mode"]) \
             else None

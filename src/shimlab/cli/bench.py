@@ -1,8 +1,36 @@
 """`shimlab bench dispatch|transitions|programs`: the suites' arguments."""
 from __future__ import annotations
 
-from .. import modes
+from .. import modes, reference
 from ..bench import dispatch, programs, transitions
+from ..frontend import bf
+from ..interp.generate import CACHE_MAX
+from ..jit import optimize
+from .numbers import cpu, int_in, nonnegative_int, positive_float, positive_int, seconds
+
+MAX_TAPE = 1 << 30
+
+
+def _tape_size(p) -> None:
+    p.add_argument("--tape-size", type=int_in(1, MAX_TAPE, "a number of cells"),
+                   default=reference.TAPE_LEN, metavar="N",
+                   help=f"BF programs: cells on the tape (default {reference.TAPE_LEN})")
+
+
+def _cache(p, what: str) -> None:
+    p.add_argument("--cache", action="append", metavar="K",
+                   type=int_in(0, CACHE_MAX, "a number of cached values"),
+                   help=f"keep the operand stack's top K values in registers (0 to {CACHE_MAX}; "
+                        f"repeat to measure several K side by side; default 0): {what}")
+
+
+def _file_options(p) -> None:
+    """--resume and --force: an existing results file is continued or replaced
+    only when asked (bench/results.py open_for)."""
+    p.add_argument("--resume", metavar="FILE",
+                   help="continue an interrupted results file of this suite and these options")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing -o file (without it an existing file is refused)")
 
 
 def add_parser(sub, help_text: str) -> None:
@@ -11,16 +39,17 @@ def add_parser(sub, help_text: str) -> None:
     d = bsub.add_parser("dispatch", help="dispatch variants x compilers, ratios to goto")
     d.add_argument("--quick", action="store_true", help="small workloads, < 1 minute")
     d.add_argument("--cc", action="append", help="compiler(s) to include (default: all)")
-    d.add_argument("--mode", action="append", choices=modes.INTERPRETERS)
+    d.add_argument("--mode", action="append", choices=modes.INTERPRETERS,
+                   help="dispatch variant(s) to include (default: all)")
     d.add_argument("--workload", action="append", help="program file(s) instead of the defaults")
-    d.add_argument("--processes", type=int, help="worker processes per configuration")
-    d.add_argument("--warmup", type=int, help="warm-up runs per worker")
-    d.add_argument("--samples", type=int, help="measured runs per worker")
-    d.add_argument("--cpu", type=int, help="CPU to pin workers to (default: the last)")
-    d.add_argument("--target-ci", type=float, metavar="PCT",
+    d.add_argument("--processes", type=positive_int, help="worker processes per configuration")
+    d.add_argument("--warmup", type=nonnegative_int, help="warm-up runs per worker")
+    d.add_argument("--samples", type=positive_int, help="measured runs per worker")
+    d.add_argument("--cpu", type=cpu, help="CPU to pin workers to (default: the last)")
+    d.add_argument("--target-ci", type=positive_float, metavar="PCT",
                    help="add worker processes until every median's 95%% interval is within "
                         "+-PCT%% (default: 1 without --quick, none with it)")
-    d.add_argument("--max-processes", type=int, help="cap for --target-ci (default 80)")
+    d.add_argument("--max-processes", type=positive_int, help="cap for --target-ci (default 80)")
     d.add_argument("--layout", choices=["random", "fixed"], default="random",
                    help="VM memory layout: a new random one for every run (default) or one "
                         "fixed layout for all")
@@ -28,38 +57,61 @@ def add_parser(sub, help_text: str) -> None:
                    help="interpreter code placement: each configuration built several times "
                         "with its code shifted, worker processes spread over the builds "
                         "(default), or the compiler's placement only")
-    d.add_argument("--code-layouts", type=int, default=3, metavar="K",
+    d.add_argument("--code-layouts", type=positive_int, default=3, metavar="K",
                    help="builds per configuration with --code-layout random (default 3)")
     d.add_argument("--count", choices=["instructions"],
                    help="also count machine instructions (perf counters or callgrind)")
     d.add_argument("-o", "--output", help="results file (default: results/dispatch-DATE.json)")
-    d.add_argument("--resume", metavar="FILE", help="continue an interrupted results file")
+    _file_options(d)
     d.add_argument("--plot", action="store_true", help="write PNG and SVG plots next to it")
-    d.add_argument("--timeout", type=float, metavar="SECONDS", default=600.0,
+    d.add_argument("--timeout", type=seconds, metavar="SECONDS", default=600.0,
                    help="stop a worker process after SECONDS and record the configuration "
                         "as failed (default 600)")
+    _tape_size(d)
+    _cache(d, "the tailcall mode at each K, the others at K = 0")
     d.set_defaults(fn=dispatch.main)
 
     t = bsub.add_parser("transitions", help="the cost of one interpreter<->JIT round trip, "
                         "shim against direct")
-    t.add_argument("--size", choices=list(transitions.SIZES), default="quick")
+    t.add_argument("--size", choices=list(transitions.SIZES), default="quick",
+                   help="tiny: M = 1, 2, 4, a smoke test; quick (default): M = 4, 8, 16, 32, "
+                        "3 processes per program, about 90 s; full: the same densities, 5x "
+                        "longer loops and 10 processes (the README's figures)")
     t.add_argument("--cc", help="compiler (a clang with preserve_none; default: the best)")
-    t.add_argument("--mode", action="append", choices=transitions.MODES)
-    t.add_argument("--processes", type=int)
-    t.add_argument("--samples", type=int)
-    t.add_argument("--cpu", type=int)
+    t.add_argument("--mode", action="append", choices=transitions.MODES,
+                   help="crossing(s) to measure (default: all)")
+    t.add_argument("--processes", type=positive_int,
+                   help="worker processes per program (default: set by --size)")
+    t.add_argument("--samples", type=positive_int,
+                   help="measured runs per worker (default: set by --size)")
+    t.add_argument("--cpu", type=cpu, help="CPU to pin workers to (default: the last)")
     t.add_argument("--no-count", action="store_true",
                    help="skip the exact instruction counts (callgrind)")
     t.add_argument("-o", "--output", help="results file (default: results/transitions-DATE.json)")
+    _file_options(t)
     t.add_argument("--plot", action="store_true", help="write PNG/SVG plots next to it")
     t.set_defaults(fn=transitions.main)
 
     g = bsub.add_parser("programs", help="BF and minipy programs: tailcall against the JIT modes")
-    g.add_argument("--quick", action="store_true")
-    g.add_argument("--workload", action="append")
-    g.add_argument("--cc")
-    g.add_argument("--processes", type=int)
-    g.add_argument("--samples", type=int)
-    g.add_argument("--cpu", type=int)
-    g.add_argument("-o", "--output")
+    g.add_argument("--quick", action="store_true",
+                   help="two small workloads, 3 processes of 10 runs (default: all, 5 of 5)")
+    g.add_argument("--workload", action="append",
+                   help="program file(s) instead of the default BF and minipy set")
+    g.add_argument("--cc", help="compiler (a clang with preserve_none; default: the best)")
+    g.add_argument("--processes", type=positive_int, help="worker processes per configuration")
+    g.add_argument("--samples", type=positive_int, help="measured runs per worker")
+    g.add_argument("--cpu", type=cpu, help="CPU to pin workers to (default: the last)")
+    _tape_size(g)
+    _cache(g, "every mode at each K, the JIT's traces entered with the values spilled")
+    g.add_argument("--stencil", action="append", metavar="OP=NAME",
+                   help="also time each JIT mode with stencil NAME (a prototype) in place of "
+                        "OP, against the same mode's standard stencils (repeatable)")
+    g.add_argument("-o", "--output", help="results file (default: results/programs-DATE.json)")
+    _file_options(g)
+    g.add_argument("--jit-opt", type=int, action="append", choices=optimize.LEVELS,
+                   metavar="LEVEL", help="JIT modes: a trace optimizer level to measure "
+                   "(repeatable; default: every level, so each one's gain can be read off)")
+    g.add_argument("--bf-opt", type=int, action="append", choices=bf.LEVELS, metavar="LEVEL",
+                   help="BF workloads: a front end level to measure (repeatable; default: "
+                   "0 and 1; the first is the tailcall baseline)")
     g.set_defaults(fn=programs.main)

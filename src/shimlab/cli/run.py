@@ -2,59 +2,136 @@
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
 
 from .. import isa, isolate, modes, reference, vm
 from ..errors import ShimlabError
 from ..frontend import load_program
 from ..interp import build
-from ..jit import stencils
-from ..jit.runtime import DEFAULT_THRESHOLD
+from ..interp.generate import CACHE_MAX
+from ..frontend import bf
+# the JIT's defaults alone: the JIT itself loads only in a JIT mode
+from ..jit.defaults import DEFAULT_LEVEL, DEFAULT_THRESHOLD, LEVELS
+from ..progio import Streams
+from . import numbers, stdout
 
 RUN_MODES = modes.NAMES + (modes.REFERENCE,)
+MAX_TAPE = 1 << 30      # 1 GiB of cells, allocated and zeroed up front
 
 
 def add_parser(sub, help_text: str) -> None:
     p = sub.add_parser("run", help=help_text)
-    p.add_argument("file")
-    p.add_argument("--mode", choices=RUN_MODES, default="tailcall")
+    p.add_argument("file", help="the program: BF (.b, .bf), minipy (.py) or bytecode as "
+                   "JSON (.slbc)")
+    p.add_argument("--mode", choices=RUN_MODES, default="tailcall",
+                   help="the interpreter (default tailcall); reference is the Python oracle")
     p.add_argument("--cc", help="compiler (default: the best one found)")
+    p.add_argument("--cache", type=numbers.int_in(0, CACHE_MAX, "a number of cached values"),
+                   default=0, metavar="K",
+                   help=f"keep the operand stack's top K values in registers (0 to "
+                        f"{CACHE_MAX}, default 0): tailcall and the JIT modes, whose traces "
+                        f"get them spilled on entry and reloaded on exit")
     p.add_argument("--input", help="file to read the program's input from ('-' for stdin; "
-                   "default: stdin when it is not a terminal)")
+                   "default: stdin when it is not a terminal), read as the program reads it")
     p.add_argument("--count", action="store_true",
                    help="print how many VM instructions ran, by opcode, on stderr")
-    p.add_argument("--jit-threshold", type=int, default=DEFAULT_THRESHOLD, metavar="N",
+    p.add_argument("--jit-threshold", default=DEFAULT_THRESHOLD, metavar="N",
                    help=f"JIT modes: back-edges before a loop is traced (default "
                         f"{DEFAULT_THRESHOLD}; 1 traces at once)")
+    p.add_argument("--jit-opt", type=int, choices=LEVELS, default=DEFAULT_LEVEL,
+                   metavar="LEVEL",
+                   help=f"JIT modes: the trace optimizer's level: 0 one stencil per "
+                        f"instruction (the crossing benchmarks' traces), 1 a virtual BF "
+                        f"head with one bounds check per stretch, 2 also fuses minipy's "
+                        f"stack traffic (default {DEFAULT_LEVEL})")
+    p.add_argument("--bf-opt", type=int, choices=bf.LEVELS, default=bf.DEFAULT_LEVEL,
+                   metavar="LEVEL",
+                   help=f"BF programs: 0 the plain folded instruction stream (dispatch "
+                        f"studies), 1 cell offsets and loop idioms as VM instructions "
+                        f"(default {bf.DEFAULT_LEVEL})")
     p.add_argument("--stats", action="store_true",
                    help="JIT modes: traces compiled, their sizes, entries and exits (stderr)")
     p.add_argument("--perf-map", action="store_true",
                    help="JIT modes: write /tmp/perf-PID.map so perf report names the traces")
     p.add_argument("--stencil", action="append", metavar="OP=NAME",
-                   help="JIT modes: use stencil NAME for instruction OP (a prototype)")
+                   help="JIT modes: use stencil NAME for instruction OP (a prototype; OP "
+                        "is the standard stencil it replaces, e.g. CELL_ADD=CELL_ADD:rmw)")
+    p.add_argument("--check", action="store_true",
+                   help="also run the program on the Python oracle and fail (exit 1), "
+                        "naming the first difference, when the two disagree")
     p.add_argument("--isolate", action=argparse.BooleanOptionalAction, default=None,
                    help="run in a child process, so a crash is reported, not fatal "
                         "(default: on for native modes and with --timeout)")
-    p.add_argument("--timeout", type=float, metavar="SECONDS",
-                   help="stop the run after SECONDS (exit status 3)")
+    p.add_argument("--timeout", metavar="SECONDS",
+                   help="stop the run after SECONDS (exit status 3); the output up to "
+                        "there is written")
+    p.add_argument("--max-output", metavar="BYTES",
+                   help="stop the run with an error when the program has output BYTES bytes "
+                        "and outputs more (default: no limit; output is written as it is "
+                        "produced, so memory stays bounded either way)")
+    p.add_argument("--tape-size", default=reference.TAPE_LEN, metavar="N",
+                   help=f"BF programs: cells on the tape (default {reference.TAPE_LEN}, at "
+                        f"most {MAX_TAPE}); moving the head past either end is an error")
     p.set_defaults(fn=cmd_run)
 
 
-def _read_input(arg: str | None) -> bytes:
-    if arg == "-":
-        return sys.stdin.buffer.read()
-    if arg is not None:
+def check_numbers(args) -> None:
+    """The numeric options, range-checked: a bad value is one line, exit 1."""
+    numbers.convert(args, "--jit-threshold", numbers.positive_int)
+    numbers.convert(args, "--timeout", numbers.seconds)
+    numbers.convert(args, "--max-output", numbers.positive_int)
+    numbers.convert(args, "--tape-size", numbers.int_in(1, MAX_TAPE, "a number of cells"))
+
+
+def _stdin_fd(arg: str | None) -> int | None:
+    """fd 0 when it is the program's input: with `--input -` (an error when
+    stdin is closed), or by default when it is not a terminal."""
+    closed = sys.stdin is None
+    if not closed:
         try:
-            with open(arg, "rb") as f:
-                return f.read()
-        except OSError as e:
-            raise ShimlabError(f"{arg}: cannot read input: {e.strerror}") from None
-    if sys.stdin is not None and not sys.stdin.isatty():
+            os.fstat(0)
+        except OSError:
+            closed = True
+    if arg == "-" and closed:
+        raise ShimlabError("--input -: stdin is closed; nothing to read the input from")
+    if closed or (arg is None and sys.stdin.isatty()):
+        return None
+    return 0
+
+
+def _input_fd(arg: str | None) -> int | None:
+    """The fd the run reads its input from as the program reads it (never
+    whole: a pipe that never ends works, /dev/zero costs nothing), or None
+    for no input."""
+    if arg is None or arg == "-":
+        return _stdin_fd(arg)
+    try:
+        fd = os.open(arg, os.O_RDONLY)
+    except OSError as e:
+        raise ShimlabError(f"{arg}: cannot read input: {e.strerror}") from None
+    if stat.S_ISDIR(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ShimlabError(f"{arg}: cannot read input: it is a directory")
+    return fd
+
+
+def _read_input(arg: str | None) -> bytes:
+    """The whole input up front (--check, which runs it twice)."""
+    if arg is None or arg == "-":
+        fd = _stdin_fd(arg)
+        if fd is None:
+            return b""
         try:
             return sys.stdin.buffer.read()
-        except (OSError, ValueError):
-            return b""
-    return b""
+        except (OSError, ValueError) as e:
+            raise ShimlabError(f"cannot read input from stdin: {e}") from None
+    try:
+        with open(arg, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise ShimlabError(f"{arg}: cannot read input: {e.strerror}") from None
 
 
 def _print_counts(counts, out) -> None:
@@ -66,21 +143,45 @@ def _print_counts(counts, out) -> None:
                       f"{100.0 * counts[i] / total:5.1f}%\n")
 
 
-def _stencil_overrides(specs) -> dict:
-    """--stencil OP=NAME: the JIT uses stencil NAME (a prototype) for OP."""
-    out = {}
-    for spec in specs or ():
-        op, sep, name = spec.partition("=")
-        if not sep or not op or not name:
-            raise ShimlabError(f"--stencil {spec}: expected OPCODE=STENCIL, e.g. DUP=DUP:mine")
-        if name not in stencils.load():
-            raise ShimlabError(f"--stencil {spec}: no stencil named {name!r} (shimlab stencils "
-                               "list; prototypes come from jitstubs/ or $SHIMLAB_STENCILS)")
-        out[op] = name
-    return out
+def stencil_overrides(specs, cc: str | None = None) -> dict:
+    """--stencil OP=NAME (repeatable): the JIT uses stencil NAME (a prototype)
+    in place of OP.  Checked against the stencils written for compiler `cc`'s
+    registers before anything runs: misuse is one line, never a fault."""
+    if not specs:
+        return {}
+    from ..abi import contract
+    from ..jit import stencils      # here: a run without --stencil never loads them
+    return stencils.parse_overrides(specs, contract.state_of(cc) if cc else None)
+
+
+def _note_unused(overrides: dict, program) -> None:
+    """A prototype for an instruction the program never runs changes nothing:
+    say so (BF at --bf-opt 1 turns much of CELL_ADD and MOVE into others)."""
+    ops = {isa.INSTRUCTIONS[op].name for op, _ in program.code}
+    for op, name in overrides.items():
+        if op.split(":")[0] not in ops:
+            print(f"shimlab: note: --stencil {op}={name}: {program.name} has no "
+                  f"{op.split(':')[0]} instruction, so the prototype never runs",
+                  file=sys.stderr)
+
+
+def check_against_oracle(program, data: bytes, result, what: str, timeout=None,
+                         isolated: bool = True, **limits) -> None:
+    """--check: the Python oracle runs the same program on the same input; a
+    difference is one line naming the first one (after the program's output)."""
+    from .. import oracle
+    if isolated:
+        want = isolate.call(f"the oracle running {program.name}", reference.run, program, data,
+                            timeout=timeout, **limits)
+    else:
+        want = reference.run(program, data, **limits)
+    diff = oracle.first_difference(program, result, want, what)
+    if diff:
+        raise ShimlabError(f"--check: {diff}")
 
 
 def cmd_run(args) -> int:
+    check_numbers(args)
     # --isolate: the run happens in a forked child, so a fault or a timeout
     # is reported and never takes shimlab down; on by default for native
     # modes, and needed by --timeout (stopping a run means killing it)
@@ -91,19 +192,46 @@ def cmd_run(args) -> int:
         raise ShimlabError(f"--timeout {args.timeout:g}: needs a positive number of seconds")
     if args.timeout is not None and not isolated:
         raise ShimlabError("--timeout needs --isolate (a run is stopped by killing its child)")
-    program = load_program(args.file)
-    data = _read_input(args.input)
+    if args.check and args.mode == modes.REFERENCE:
+        raise ShimlabError("--check holds a mode to the oracle: the reference mode is the "
+                           "oracle (choose another --mode)")
+    if args.cache and args.mode == modes.REFERENCE:
+        raise ShimlabError(f"--cache {args.cache}: the reference mode keeps no values in "
+                           f"registers (modes that can: {', '.join(modes.CACHING)})")
+    build.check_cache(args.mode if args.mode != modes.REFERENCE else "tailcall", args.cache)
+    program = load_program(args.file, bf_opt=args.bf_opt)
+    # input is read and output written as the program runs (in the child,
+    # which inherits the fds): memory stays bounded, and a timeout or Ctrl-C
+    # loses nothing already output.  --check keeps both whole: it compares
+    # them with the oracle's.
+    if args.check:
+        data, streams = _read_input(args.input), Streams(max_output=args.max_output)
+    else:
+        data = b""
+        streams = Streams(in_fd=_input_fd(args.input), out_fd=stdout.fd(),
+                          max_output=args.max_output)
+    limits = {"tape_len": args.tape_size, "streams": streams}
+
+    def _lean(result):
+        # the final tape goes back to the parent only for --check: a big
+        # --tape-size would cost its size again in the pipe
+        if not args.check:
+            result.tape = b""
+        return result
     if args.mode == modes.REFERENCE:
         what = f"the reference interpreter running {args.file}"
 
         def child():
-            return reference.run(program, data)
+            return _lean(reference.run(program, data, **limits))
     else:
-        b = build.build(args.mode, args.cc, count=args.count)
+        # --stats counts instructions too: the share of them that ran in traces
+        b = build.build(args.mode, args.cc, count=args.count or args.stats, cache=args.cache)
         jit = None
         if modes.is_jit(args.mode):
-            jit = {"threshold": args.jit_threshold, "stats": args.stats,
-                   "perf_map": args.perf_map, "stencils": _stencil_overrides(args.stencil)}
+            jit = {"threshold": args.jit_threshold, "stats": args.stats, "opt": args.jit_opt,
+                   "perf_map": args.perf_map,
+                   "stencils": stencil_overrides(args.stencil, b.compiler.name)}
+            _note_unused(jit["stencils"], program)
         elif args.stats or args.perf_map or args.stencil:
             raise ShimlabError(f"--stats, --perf-map and --stencil need a JIT mode "
                                f"({', '.join(modes.JIT)})")
@@ -111,10 +239,11 @@ def cmd_run(args) -> int:
 
         def child():
             if jit is None:
-                return vm.run(b, program, data), None
-            with vm.Loaded(b, program, data, jit=jit) as loaded:
-                result = loaded.run()
-                return result, loaded.jit.report() if loaded.jit and args.stats else None
+                return _lean(vm.run(b, program, data, **limits)), None
+            with vm.Loaded(b, program, data, jit=jit, **limits) as loaded:
+                result = _lean(loaded.run())
+                return result, (loaded.jit.report(result.counts)
+                                if loaded.jit and args.stats else None)
     if args.mode == modes.REFERENCE:
         result = isolate.call(what, child, timeout=args.timeout) if isolated else child()
     else:
@@ -122,10 +251,13 @@ def cmd_run(args) -> int:
                           else child())
         if report:
             print(report, file=sys.stderr)
-    sys.stdout.buffer.write(result.output)
-    sys.stdout.buffer.flush()
+    stdout.write(result.output)       # what was not streamed (all of it under --check)
     if args.count:
         _print_counts(result.counts, sys.stderr)
+    if args.check:
+        # the same limits as the run (a --tape-size, where given)
+        check_against_oracle(program, data, result, args.mode, args.timeout, isolated,
+                             **limits)
     if result.status:
         print(f"shimlab: {reference.describe_error(program, result)}", file=sys.stderr)
         return 1

@@ -1,89 +1,227 @@
-"""BF to shimlab bytecode, with the folding every serious BF interpreter does.
+"""BF to shimlab bytecode, in one pass of a regular expression over the source.
 
-Runs of + and - become one CELL_ADD, runs of < and > one MOVE (the tape
-bounds are checked once per folded move), [-] and [+] become CELL_ZERO.
-'[' is a forward JUMP_IF_CELL_ZERO, ']' the LOOP_IF_CELL back-edge.
+Level 0 (--bf-opt 0) is the folding every serious BF interpreter does, and
+the instruction stream dispatch studies use: runs of + and - become one
+CELL_ADD, runs of < and > one MOVE, [-] and [+] CELL_ZERO; '[' is a forward
+JUMP_IF_CELL_ZERO, ']' the LOOP_IF_CELL back-edge.  Level 1 adds cell
+offsets and the loop idioms (Optimizing, below).  Time and memory are linear in
+the source: instructions are shared tuples and positions 8-byte offsets.
 """
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 
 from .. import isa
-from ..bytecode import Function, Program
+from ..bytecode import Function, Program, SourcePositions
 from ..errors import FrontendError
 
 COMMANDS = set("+-<>[].,")
-_COMMAND_RE = re.compile(r"[-+<>\[\].,]")
+LEVELS = (0, 1)
+DEFAULT_LEVEL = 1          # what `run` and `bench programs` use; the API's default is 0
+_NOT_CMD = r"[^-+<>\[\].,]*"
+# A run of + and - (or < and >) may have comments inside it; [-] and [+] too.
+_TOKEN = re.compile(rf"(?P<add>[-+](?:{_NOT_CMD}[-+])*)"
+                    rf"|(?P<move>[<>](?:{_NOT_CMD}[<>])*)"
+                    rf"|(?P<clear>\[{_NOT_CMD}[-+]{_NOT_CMD}\])"
+                    r"|(?P<cmd>[\[\].,])")
+
+_OP = isa.OPCODE
+CELL_ADD, MOVE, CELL_ZERO = _OP["CELL_ADD"], _OP["MOVE"], _OP["CELL_ZERO"]
+OPEN, CLOSE = _OP["JUMP_IF_CELL_ZERO"], _OP["LOOP_IF_CELL"]
 
 
-def compile_source(source: str, filename: str = "<bf>") -> Program:
-    # One flat loop over the commands, brackets patched through a list used
-    # as a stack: a program of 10**6 nested loops compiles in seconds, with
-    # no recursion and no per-loop label objects (the Assembler's labels cost
-    # several times more per bracket).
-    offsets = [m.start() for m in _COMMAND_RE.finditer(source)]
-    chars = [source[o] for o in offsets]
-    line_starts = [0] + [m.end() for m in re.finditer("\n", source)]
+class Emitter:
+    """Level 0: each folded command is an instruction as it comes."""
 
-    def position(k: int) -> tuple[int, int]:
-        line = bisect_right(line_starts, offsets[k])
-        return line, offsets[k] - line_starts[line - 1] + 1
+    def __init__(self, filename: str, positions: SourcePositions):
+        self.filename, self.positions = filename, positions
+        self.code: list[tuple[int, int]] = []
+        self.open_loops: list[tuple[int, int]] = []    # (pc of the '[', its source offset)
+        self._shared: dict[tuple[int, int], tuple[int, int]] = {}
 
-    op = isa.OPCODE
-    CELL_ADD, MOVE, CELL_ZERO = op["CELL_ADD"], op["MOVE"], op["CELL_ZERO"]
-    OPEN, CLOSE = op["JUMP_IF_CELL_ZERO"], op["LOOP_IF_CELL"]
-    SIMPLE = {".": op["CELL_OUT"], ",": op["CELL_IN"]}
-    code: list[tuple[int, int]] = []
-    positions: list[tuple[int, int]] = []
-    open_loops: list[tuple[int, int]] = []   # (pc of the '[', its token index)
-    i, n = 0, len(chars)
-    while i < n:
-        ch = chars[i]
-        start = i
-        if ch in "+-":
-            total = 0
-            while i < n and chars[i] in "+-":
-                total += 1 if chars[i] == "+" else -1
-                i += 1
-            total %= 256
-            if total:
-                code.append((CELL_ADD, total - 256 if total > 127 else total))
-                positions.append(position(start))
-            continue
-        if ch in "<>":
-            total = 0
-            while i < n and chars[i] in "<>":
-                total += 1 if chars[i] == ">" else -1
-                i += 1
-            if total:
-                code.append((MOVE, total))
-                positions.append(position(start))
-            continue
-        if ch == "[" and i + 2 < n and chars[i + 1] in "+-" and chars[i + 2] == "]":
-            code.append((CELL_ZERO, 0))
-            positions.append(position(start))
-            i += 3
-            continue
-        if ch == "[":
-            open_loops.append((len(code), i))
-            code.append((OPEN, 0))                  # patched at the matching ']'
-        elif ch == "]":
-            if not open_loops:
-                ln, col = position(i)
-                raise FrontendError(f"{filename}:{ln}:{col}: unbalanced ']' (no '[' before it)")
-            open_pc, _ = open_loops.pop()
-            pc = len(code)
-            code.append((CLOSE, open_pc + 1 - pc))   # back to the first instruction of the body
-            code[open_pc] = (OPEN, pc + 1 - open_pc)  # forward past the ']'
+    def emit(self, op: int, arg: int, at: int) -> None:
+        key = (op, arg)
+        self.code.append(self._shared.setdefault(key, key))
+        self.positions.append(at)
+
+    def unemit(self) -> None:
+        self.code.pop()
+        self.positions.offsets.pop()
+
+    def error(self, at: int, what: str) -> FrontendError:
+        line, col = self.positions.line_col(at)
+        return FrontendError(f"{self.filename}:{line}:{col}: {what}")
+
+    def add(self, n: int, at: int) -> None:
+        if n:
+            self.emit(CELL_ADD, n - 256 if n > 127 else n, at)
+
+    def move(self, n: int, at: int) -> None:
+        while n:
+            step = max(-isa.INT32_MAX, min(isa.INT32_MAX, n))
+            self.emit(MOVE, step, at)
+            n -= step
+
+    def clear(self, at: int) -> None:
+        self.emit(CELL_ZERO, 0, at)
+
+    def open(self, at: int) -> None:
+        self.open_loops.append((len(self.code), at))
+        self.emit(OPEN, 0, at)                      # patched at the matching ']'
+
+    def close(self, at: int) -> None:
+        if not self.open_loops:
+            raise self.error(at, "unbalanced ']' (no '[' before it)")
+        open_pc, _ = self.open_loops.pop()
+        pc = len(self.code)
+        self.emit(CLOSE, open_pc + 1 - pc, at)     # back to the first instruction of the body
+        self.code[open_pc] = (OPEN, pc + 1 - open_pc)   # forward past the ']'
+
+    def simple(self, op: int, at: int) -> None:
+        self.emit(op, 0, at)
+
+    def finish(self, at: int) -> None:
+        if self.open_loops:
+            raise self.error(self.open_loops[-1][1], "unbalanced '[' (no matching ']')")
+        self.emit(_OP["HALT"], 0, at)
+
+
+# --- level 1 ----------------------------------------------------------------
+# Cells at an offset from a head that moves only at loop boundaries and I/O,
+# and the loop idioms as instructions of their own.  Between two such points
+# the commands go into a block (offset -> add or set), emitted as CELL_ADD_AT
+# / CELL_SET_AT and one MOVE.  At ']' a loop whose body is one block becomes
+# an idiom: a body that only moves is SCAN; a body that moves nowhere and
+# steps its counter by -1 or +1 adds factor * counter to each other cell it
+# touches (CELL_MULADD, exact on 8-bit cells) and clears the counter.
+
+CELL_ADD_AT, CELL_SET_AT = isa.OPCODE["CELL_ADD_AT"], isa.OPCODE["CELL_SET_AT"]
+CELL_MULADD, SCAN = isa.OPCODE["CELL_MULADD"], isa.OPCODE["SCAN"]
+# A block's offsets stay well inside the packed operand's 24 bits.
+_FAR = isa.CELL_OFFSET_MAX // 2
+
+
+class Optimizing(Emitter):
+    def __init__(self, filename, positions):
+        super().__init__(filename, positions)
+        self.block: dict[int, list] = {}     # offset -> [kind "add"|"set", byte, source offset]
+        self.d = 0                           # the virtual head, from the real one
+        self.d_at = -1                       # source offset of the last move
+        self.fresh = False                   # the block is all of the innermost loop's body so far
+
+    def add(self, n, at):
+        entry = self.block.get(self.d)
+        if entry is None:
+            self.block[self.d] = ["add", n, at]
         else:
-            code.append((SIMPLE[ch], 0))
-        positions.append(position(i))
-        i += 1
-    if open_loops:
-        ln, col = position(open_loops[-1][1])
-        raise FrontendError(f"{filename}:{ln}:{col}: unbalanced '[' (no matching ']')")
-    code.append((op["HALT"], 0))
-    positions.append(position(n - 1) if n else (0, 0))
-    return Program(name=filename, code=code, positions=positions, language="bf",
+            entry[1] = (entry[1] + n) & 0xFF
+
+    def clear(self, at):
+        entry = self.block.get(self.d)
+        if entry is None:
+            self.block[self.d] = ["set", 0, at]
+        else:
+            entry[0], entry[1] = "set", 0
+
+    def move(self, n, at):
+        self.d += n
+        self.d_at = at
+        if abs(self.d) > _FAR:
+            self.flush()
+
+    def flush(self):
+        """Emit the block and move the head to the virtual one."""
+        for off, (kind, v, at) in self.block.items():
+            if kind == "add":
+                if v == 0:
+                    continue
+                if off == 0:
+                    self.emit(CELL_ADD, v - 256 if v > 127 else v, at)
+                else:
+                    self.emit(CELL_ADD_AT, isa.pack_cell(off, v), at)
+            elif off == 0 and v == 0:
+                self.emit(CELL_ZERO, 0, at)
+            else:
+                self.emit(CELL_SET_AT, isa.pack_cell(off, v), at)
+        self.block.clear()
+        Emitter.move(self, self.d, self.d_at)
+        self.d = 0
+        self.fresh = False
+
+    def open(self, at):
+        self.flush()
+        super().open(at)
+        self.fresh = True
+
+    def close(self, at):
+        if self.fresh and self.open_loops and self._idiom():
+            self.fresh = False
+            return
+        self.flush()
+        super().close(at)
+
+    def _idiom(self) -> bool:
+        open_pc, open_at = self.open_loops[-1]
+        body, d = self.block, self.d
+        if d and not body:
+            self.open_loops.pop()
+            self.unemit()
+            self.emit(SCAN, d, open_at)
+        elif d == 0 and self._counter_step() is not None:
+            step = self._counter_step()
+            self.open_loops.pop()
+            self.unemit()
+            for off, (_, v, at) in body.items():
+                factor = v if step == 0xFF else -v & 0xFF
+                if off and factor:
+                    self.emit(CELL_MULADD, isa.pack_cell(off, factor), at)
+            self.emit(CELL_ZERO, 0, open_at)
+        else:
+            return False
+        body.clear()
+        self.d = 0
+        return True
+
+    def _counter_step(self):
+        """-1 or +1 (as a byte) when the body is a multiply loop's, else None."""
+        counter = self.block.get(0)
+        if counter is None or counter[0] != "add" or counter[1] not in (1, 0xFF):
+            return None
+        if any(kind != "add" for kind, _, _ in self.block.values()):
+            return None
+        return counter[1]
+
+    def simple(self, op, at):
+        self.flush()
+        super().simple(op, at)
+
+    def finish(self, at):
+        self.flush()
+        super().finish(at)
+
+
+def compile_source(source: str, filename: str = "<bf>", opt: int = 0) -> Program:
+    if opt not in LEVELS:
+        raise FrontendError(f"--bf-opt {opt}: choose one of {', '.join(map(str, LEVELS))}")
+    positions = SourcePositions(source)
+    out = (Optimizing if opt else Emitter)(filename, positions)
+    simple = {".": _OP["CELL_OUT"], ",": _OP["CELL_IN"]}
+    last = -1
+    for m in _TOKEN.finditer(source):
+        kind, at, text = m.lastgroup, m.start(), m.group()
+        last = at
+        if kind == "add":
+            out.add((text.count("+") - text.count("-")) % 256, at)
+        elif kind == "move":
+            out.move(text.count(">") - text.count("<"), at)
+        elif kind == "clear":
+            out.clear(at)
+        elif text == "[":
+            out.open(at)
+        elif text == "]":
+            out.close(at)
+        else:
+            out.simple(simple[text], at)
+    out.finish(last)
+    return Program(name=filename, code=out.code, positions=positions, language="bf",
                    functions=[Function("<bf>", 0, 0, 0)])

@@ -82,6 +82,13 @@ def _handler_asm(name: str, regs: jasm.Regs, count_offset: int | None):
             if kind == "const":
                 self(x.MOV(consts, x.qword[VM + jasm.vm_offset("consts")]))
                 return x.qword[consts + opnd * 8]
+            # a packed cell operand (isa.pack_cell): the offset above the low byte
+            if kind == "cell":
+                self(x.MOVSXD(opnd, x.dword[IP + contract.OPARG_OFFSET]), x.SAR(opnd, 8))
+                return opnd
+            if kind == "byte":
+                self(x.MOVZX(consts.as_dword, x.byte[IP + contract.OPARG_OFFSET]))
+                return consts
             raise BuildError(f"asm interpreter: {name}: its stencil has a {kind} hole, "
                              "which no interpreter operand can fill")
 

@@ -4,10 +4,12 @@ mode; only the exit stubs (fixed-size slots after the body) differ."""
 from __future__ import annotations
 
 import struct
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from .. import isa, modes
 from ..errors import ShimlabError
+from . import optimize
 from . import stencils as stencil_store
 from .trace import Trace
 
@@ -24,6 +26,7 @@ class Exit:
     pc: int                  # bytecode instruction to resume at
     uncount: int | None      # count builds: opcode whose count a deopt takes back
     deopt: bool = False      # resumes AT an instruction the trace did not finish
+    head: int = 0            # the trace's virtual head there: the head register catches up
 
 
 @dataclass
@@ -39,6 +42,12 @@ class Context:
     state: dict | None = None            # the interpreter's register contract (None: the static one)
     source: str = "peachpy"              # instruction stencils: "peachpy" or "clang" (cstencils.py)
     cc: str | None = None                # the compiler of clang stencils (the interpreter's)
+    opt: int = 0                         # the trace optimizer's level (jit/optimize.py)
+    cache: int = 0                       # the interpreter's cached values: exits reload them
+    heat: int | None = None              # side exits: address of this trace's heat counters
+    blocks: int | None = None            # --stats: address of this trace's block counters
+    rec_table: int = 0                   # side exits: the recorder's dispatch table
+    traces_at: dict = field(default_factory=dict)   # pc -> entry of a trace there: exits jump in
 
 
 @dataclass
@@ -48,6 +57,12 @@ class Compiled:
     slot_size: int
     exits: list[Exit]
     symbols: list[tuple[int, int, str]]   # (offset, size, name) for the perf map
+    patch_at: list[int] = field(default_factory=list)   # per exit: where a link's jmp goes
+    linked: list[bool] = field(default_factory=list)    # per exit: jumps to a trace already
+    folded: dict = field(default_factory=dict)          # what the optimizer did (--stats)
+    entry_tally: int = 0                                # bytes of the entry tally (--stats)
+    block_ops: list[int] = field(default_factory=list)  # --stats: instructions per block
+    retakes: list[bool] = field(default_factory=list)   # per exit: re-runs an instruction counted as run
 
 
 def _to_handler(ctx: Context, ex: Exit) -> bool:
@@ -61,32 +76,107 @@ def _to_handler(ctx: Context, ex: Exit) -> bool:
     return how == "all" or (ex.deopt and how == "deopt")
 
 
-def _exit_parts(ctx: Context, ex: Exit, far: bool = False) -> list[str]:
+def _hot_exit(ctx: Context) -> str:
+    if modes.get(ctx.mode).exit_stencil.startswith("exit:shim"):
+        return "opt:hot-exit:shim"
+    return "opt:hot-exit:count" if ctx.count else "opt:hot-exit"
+
+
+def _exit_parts(ctx: Context, ex: Exit, far: bool = False, linked: bool = False) -> list[str]:
     """The stencils of one exit; far: the trace is mapped out of rel32 reach of
-    the interpreter's handlers (ASan's memory layout does that)."""
-    parts = []
+    the interpreter's handlers (ASan's memory layout does that); linked: it
+    jumps into another trace (a side exit linked, or a trace where it resumes).
+    A linked slot keeps its first part (the head) and a jump where the rest was."""
+    parts = ["opt:head"] if ex.head else []
+    if linked:                 # into another trace: no crossing
+        return parts + ["opt:link"]
     if ctx.tallies is not None:
         parts.append("tally")
+    # a direct mode's hot exit jumps into the recorder without reloading the
+    # interpreter's cached values (--cache K): its side exits stay unlinked
+    if ctx.heat is not None and not ex.deopt and (
+            not ctx.cache or _hot_exit(ctx) == "opt:hot-exit:shim"):
+        parts.append(_hot_exit(ctx))
     if ctx.count and ex.uncount is not None:
         parts.append("uncount")
+    # an interpreter with K cached values: the exit stub's :kK variant reloads them
+    k = f":k{ctx.cache}" if ctx.cache else ""
     if _to_handler(ctx, ex):
         if ctx.count:
             parts.append("count")
-        return parts + ["exit:direct-handler:far" if far else "exit:direct-handler"]
+        return parts + [("exit:direct-handler:far" if far else "exit:direct-handler") + k]
     mode = modes.get(ctx.mode)
-    return parts + [mode.count_exit_stencil if ctx.count else mode.exit_stencil]
+    return parts + [(mode.count_exit_stencil if ctx.count else mode.exit_stencil) + k]
 
 
-def slot_size(st: dict, count: bool, stats: bool) -> int:
-    """One slot size for all modes, so the body's bytes do not depend on the mode."""
+def slot_size(st: dict, count: bool, stats: bool, virtual_head: bool = False,
+              cache: int = 0, hot: bool = False) -> int:
+    """One slot size for all modes, so the body's bytes do not depend on the
+    mode (plain traces keep the size they had before the optimizer)."""
+    # what decides it: the flags and the sizes of the stencils an exit is made of
+    key = (count, stats, virtual_head, cache, hot,
+           tuple((n, len(st[n].code)) for n in st if n.startswith(_SLOT_PARTS)))
+    if key not in _SLOT_SIZES:
+        _SLOT_SIZES[key] = _slot_size(st, count, stats, virtual_head, cache, hot)
+    return _SLOT_SIZES[key]
+
+
+_SLOT_SIZES: dict = {}
+_SLOT_PARTS = ("exit:", "opt:head", "opt:hot-exit", "opt:link", "tally", "count", "uncount")
+
+
+def _slot_size(st, count, stats, virtual_head, cache, hot) -> int:
     worst = 0
     for mode in modes.JIT:
-        ctx = Context(mode, 0, [], [], count=count, tallies=0 if stats else None)
+        ctx = Context(mode, 0, [], [], count=count, tallies=0 if stats else None, cache=cache,
+                      heat=0 if hot else None)
         for deopt in (False, True):
             for far in (False, True):
-                parts = _exit_parts(ctx, Exit(0, 0, deopt), far)
+                parts = _exit_parts(ctx, Exit(0, 0, deopt, head=int(virtual_head)), far)
                 worst = max(worst, sum(len(st[p].code) for p in parts))
     return -(-worst // SLOT_ALIGN) * SLOT_ALIGN
+
+
+def _count_blocks(lowered, st: dict, blocks: int) -> list[int]:
+    """--stats: a tally at the start of every block of the body (a label, or
+    after a piece that can leave), so the instructions a trace ran are the
+    sum of each block's count times its instructions; returns those counts.
+    Rewrites lowered's pieces, labels and starts in place."""
+    leaves = {"deopt", "branch", "loop"}
+    bounds = {0} | set(lowered.labels.values()) | {
+        i + 1 for i, p in enumerate(lowered.pieces) if leaves & {h.kind for h in st[p.stencil].holes}}
+    bounds = sorted(b for b in bounds if b < len(lowered.pieces))
+    moved, pieces, index = {}, [], {b: k for k, b in enumerate(bounds)}
+    for i, p in enumerate(lowered.pieces):
+        if i in index:
+            pieces.append(optimize.Piece("tally", {"tally": blocks + 8 * index[i]}))
+        moved[i] = len(pieces)
+        pieces.append(p)
+    moved[len(lowered.pieces)] = len(pieces)
+    ops = [0] * len(bounds)
+    for start in lowered.starts:
+        ops[max(0, bisect_right(bounds, start) - 1)] += 1
+    # a jump to a label lands on its block's tally
+    lowered.labels = {pc: moved[i] - (1 if i in index else 0) for pc, i in lowered.labels.items()}
+    lowered.pieces = pieces
+    return ops
+
+
+def _lower(trace: Trace, ctx: Context, st: dict):
+    """The optimizer's pieces for `trace` (and --stats's block counts), made
+    once for the two compiles of a trace (its size, then its code in place)."""
+    key = (ctx.opt, ctx.count, ctx.blocks)
+    cached = getattr(trace, "_lowered", None)
+    if cached is not None and cached[0] == key:
+        return cached[1], cached[2]
+    lowered = optimize.lower(trace, ctx.consts, ctx.opt, ctx.count)
+    for p in lowered.pieces:
+        if p.stencil not in st:
+            where = f" (pc {p.op.pc})" if p.op is not None else ""
+            raise CompileError(f"no stencil {p.stencil}{where}")
+    block_ops = _count_blocks(lowered, st, ctx.blocks) if ctx.blocks is not None else []
+    trace._lowered = (key, lowered, block_ops)
+    return lowered, block_ops
 
 
 def compile_trace(trace: Trace, ctx: Context, base: int | None) -> Compiled:
@@ -95,52 +185,46 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None) -> Compiled:
     st = stencil_store.load(ctx.state, ctx.source, ctx.cc)
     if not modes.is_jit(ctx.mode):
         raise CompileError(f"not a JIT mode: {ctx.mode}")
-    # pass 1: the body's pieces and where each instruction starts.  Every
-    # instruction boundary in a trace is a consistent VM state (stencils keep
-    # nothing in registers across instructions), so a guard whose target is
-    # an instruction of this trace jumps there instead of leaving it.
-    pieces: list[tuple] = []                   # (stencil, values, trace op or None)
+    # pass 1: the optimizer's pieces, and where each label (a jump target
+    # with the head materialized) starts
+    lowered, block_ops = _lower(trace, ctx, st)
+    pieces = lowered.pieces
     if ctx.tallies is not None:
-        pieces.append(("tally", {"tally": ctx.tallies}, None))
-    first_piece: dict[int, int] = {}           # pc -> index of its first piece
-    for t in trace.ops:
-        if t.stencil not in st:
-            raise CompileError(f"no stencil {t.stencil} (pc {t.pc})")
-        first_piece.setdefault(t.pc, len(pieces))
-        if ctx.count:
-            pieces.append(("count", {"count": 8 * t.op}, None))
-        values = {"oparg": t.arg, "local": 8 * t.arg, "continue": "next"}
-        if t.name == "LOAD_CONST":
-            values["const"] = ctx.consts[t.arg]
-        pieces.append((t.stencil, values, t))
+        pieces = [optimize.Piece("tally", {"tally": ctx.tallies})] + pieces
     offsets, pos = [], 0
     for p in pieces:
         offsets.append(pos)
-        pos += len(st[p[0]].code)
+        pos += len(st[p.stencil].code)
     body = pos
-    at_pc = {pc: offsets[i] for pc, i in first_piece.items()}
+    first = 1 if ctx.tallies is not None else 0
+    at_pc = {pc: offsets[i + first] for pc, i in lowered.labels.items()}
     # pass 2: exits, one slot each; the end exit first, so the body falls into it
     exits: dict[Exit, int] = {}
+    retakes: dict[Exit, bool] = {}
     if not trace.closed:
         exits[Exit(trace.end_pc, None)] = 0
-    for name, values, t in pieces:
+    for p in pieces:
+        t, values = p.op, p.values
         if t is None:
             continue
-        kinds = {h.kind for h in st[name].holes}
+        kinds = {h.kind for h in st[p.stencil].holes}
         if "loop" in kinds:
             target = t.loop_pc if t.loop_pc is not None else trace.start
-            if target not in at_pc:
-                raise CompileError(f"pc {t.pc}: loop target {target} is not in the trace")
+            if target not in at_pc or p.d:
+                raise CompileError(f"pc {t.pc}: loop target {target} is not a label of the trace")
             values["loop"] = ("at", at_pc[target])
         if "deopt" in kinds:    # never linked: the interpreter must run this instruction
-            values["deopt"] = ("exit", exits.setdefault(
-                Exit(t.pc, t.op if ctx.count else None, deopt=True), len(exits)))
+            ex = Exit(t.pc, t.op if ctx.count and p.counted else None, deopt=True, head=p.d)
+            values["deopt"] = ("exit", exits.setdefault(ex, len(exits)))
+            retakes[ex] = p.counted
         if "branch" in kinds:
-            if t.exit_pc in at_pc:
+            if t.exit_pc in at_pc and not p.d:
                 values["branch"] = ("at", at_pc[t.exit_pc])
             else:
-                values["branch"] = ("exit", exits.setdefault(Exit(t.exit_pc, None), len(exits)))
-    slot = slot_size(st, ctx.count, ctx.tallies is not None)
+                values["branch"] = ("exit", exits.setdefault(Exit(t.exit_pc, None, head=p.d),
+                                                             len(exits)))
+    slot = slot_size(st, ctx.count, ctx.tallies is not None, ctx.opt > 0, cache=ctx.cache,
+                     hot=ctx.heat is not None)
     total = body + slot * len(exits)
     out = bytearray(total)
 
@@ -157,6 +241,11 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None) -> Compiled:
                 v = (n if where == "at" else body + slot * n) - (field_at + 4)
             elif h.kind == "continue":         # the next stencil, laid right after this one
                 v = at + len(stencil.code) - (field_at + 4)
+            elif h.kind == "link":
+                v = 0 if base is None else v - (base + field_at + 4)
+                if not -(1 << 31) <= v < (1 << 31):
+                    raise CompileError("a trace is mapped more than 2 GiB from the one it "
+                                       "links to")
             elif h.kind == "handler":
                 v = 0 if base is None else v - (base + field_at + 4)
                 if not -(1 << 31) <= v < (1 << 31):
@@ -171,14 +260,26 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None) -> Compiled:
             struct.pack_into(fmt, out, field_at, v)
 
     symbols = []
-    for (name, values, t), at in zip(pieces, offsets):
-        patch(st[name], at, values, name if t is None else f"{t.name}@pc{t.pc}")
+    for p, at in zip(pieces, offsets):
+        t = p.op
+        patch(st[p.stencil], at, p.values, p.stencil if t is None else f"{t.name}@pc{t.pc}")
         if t is not None:
-            symbols.append((at, len(st[name].code), f"{t.stencil}@pc{t.pc}"))
+            symbols.append((at, len(st[p.stencil].code), f"{p.stencil}@pc{t.pc}"))
+    patch_at, linked_to = [0] * len(exits), [False] * len(exits)
     for ex, idx in exits.items():
         at = body + slot * idx
         out[at:at + slot] = bytes([INT3]) * slot
-        values = {"resume_ip": ctx.code_addr + 8 * ex.pc}
+        values = {"resume_ip": ctx.code_addr + 8 * ex.pc, "cell": ex.head,
+                  "heat": (ctx.heat or 0) + 8 * idx, "rec_table": ctx.rec_table}
+        patch_at[idx] = at + (len(st["opt:head"].code) if ex.head else 0)
+        link = None if ex.deopt else ctx.traces_at.get(ex.pc)
+        if link is not None:
+            linked_to[idx] = True
+            for part in _exit_parts(ctx, ex, linked=True):
+                patch(st[part], at, {**values, "link": link}, f"exit to pc {ex.pc}")
+                at += len(st[part].code)
+            symbols.append((body + slot * idx, slot, f"link->pc{ex.pc}"))
+            continue
         if ctx.count and ex.uncount is not None:
             values["count"] = 8 * ex.uncount
         if ctx.tallies is not None:
@@ -195,4 +296,6 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None) -> Compiled:
             patch(st[part], at, v, f"exit to pc {ex.pc}")
             at += len(st[part].code)
         symbols.append((body + slot * idx, slot, f"exit->pc{ex.pc}"))
-    return Compiled(bytes(out), body, slot, list(exits), symbols)
+    return Compiled(bytes(out), body, slot, list(exits), symbols, patch_at, linked_to,
+                    lowered.folded, len(st["tally"].code) if ctx.tallies is not None else 0,
+                    block_ops, [retakes.get(ex, False) for ex in exits])

@@ -14,6 +14,8 @@ import random
 from ..errors import ShimlabError
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
+MAX_FDS = 256            # memfds kept open to patch dual-mapped traces (one a trace)
+UNPATCHABLE = -2
 
 
 class MemoryError_(ShimlabError):
@@ -30,7 +32,8 @@ class CodeMemory:
                                                                               "little"))
         self.dual = False              # switched on when mprotect to exec is refused
         self.hint = max((near & ~(PAGE - 1)) - (64 << 20), PAGE)   # below the interpreter
-        self.mappings: list[tuple[int, int]] = []
+        self.mappings: list[tuple[int, int]] = []      # (address, size) of each trace's code
+        self._fds: dict[int, int] = {}                  # address -> its memfd (dual), or -1
         self.bytes = 0
 
     def place(self, size: int, fill) -> int:
@@ -38,10 +41,10 @@ class CodeMemory:
         offset = self.rng.randrange(PAGE // 64) * 64
         size = -(-(size + offset) // PAGE) * PAGE
         for attempt in ("as configured", "dual"):
-            rw, rx = self.ffi.new("void **"), self.ffi.new("void **")
+            rw, rx, fd = self.ffi.new("void **"), self.ffi.new("void **"), self.ffi.new("int *")
             self.hint -= size
             err = self.lib.sl_jit_map(size, self.ffi.cast("void *", self.hint), int(self.dual),
-                                      rw, rx)
+                                      rw, rx, fd)
             if err:
                 raise MemoryError_(f"cannot map JIT memory: {os.strerror(err)}")
             rx_addr = int(self.ffi.cast("uintptr_t", rx[0]))
@@ -52,16 +55,34 @@ class CodeMemory:
             err = self.lib.sl_jit_seal(rw[0], rx[0], size)
             if not err:
                 self.mappings.append((rx_addr, size))
+                if fd[0] >= 0 and sum(1 for f in self._fds.values() if f >= 0) >= MAX_FDS:
+                    os.close(fd[0])    # past this many, dual-mapped traces stay unpatched
+                    fd[0] = UNPATCHABLE
+                self._fds[rx_addr] = fd[0]
                 self.bytes += size
                 return rx_addr + offset
-            self.lib.sl_jit_unmap(rx[0], size)
+            self.lib.sl_jit_unmap(rx[0], size, fd[0])
             if self.dual or err not in (errno.EACCES, errno.EPERM):
                 raise MemoryError_(f"cannot make JIT memory executable: {os.strerror(err)}")
             self.dual = True           # MDWE: fill a writable view, run an executable one
         raise MemoryError_("cannot make JIT memory executable (both ways refused)")
 
+    def patch(self, at: int, data: bytes) -> None:
+        """Rewrites sealed code at address `at` (W^X kept: see sl_jit_patch)."""
+        for addr, size in self.mappings:
+            if addr <= at and at + len(data) <= addr + size:
+                if self._fds[addr] == UNPATCHABLE:
+                    raise MemoryError_("this trace's memfd is closed: it cannot be patched")
+                err = self.lib.sl_jit_patch(self.ffi.cast("void *", addr), size, self._fds[addr],
+                                            self.ffi.cast("void *", at), data, len(data))
+                if err:
+                    raise MemoryError_(f"cannot patch JIT code: {os.strerror(err)}")
+                return
+        raise MemoryError_(f"no JIT mapping holds address {at:#x}")
+
     def release(self) -> None:
         for addr, size in self.mappings:
-            self.lib.sl_jit_unmap(self.ffi.cast("void *", addr), size)
+            self.lib.sl_jit_unmap(self.ffi.cast("void *", addr), size,
+                                  max(self._fds.pop(addr, -1), -1))
         self.mappings.clear()
         self.bytes = 0

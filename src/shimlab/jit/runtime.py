@@ -4,6 +4,7 @@ installation (ENTER_JIT at the loop header), --stats and --perf-map."""
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field, replace
 
 from .. import isa, modes
@@ -13,10 +14,12 @@ from ..abi.vmh import ffi
 from ..errors import ShimlabError
 from ..interp.loader import TABLE_SLOTS, handler_addresses
 from . import compile as jit_compile
-from .memory import CodeMemory
+from . import stencils as stencil_store
+from .defaults import DEFAULT_THRESHOLD
+from .memory import CodeMemory, MemoryError_
+from .optimize import LEVELS
 from .trace import TRACEABLE, Decline, Trace, TraceOp, from_recording
 
-DEFAULT_THRESHOLD = 64
 MAX_TRACE = 2000              # VM instructions in one trace
 MAX_RECORDING = 200_000       # VM instructions one recording may log (inner loops included)
 MAX_TRACE_BYTES = 256 << 10   # machine code of one trace
@@ -41,6 +44,24 @@ class TraceInfo:
     exits: list[int]                 # resume pc of each exit slot
     address: int = 0
     tallies: object = None           # int64[1 + exits]: entries, then each exit
+    side: bool = False               # a side trace: recorded from a hot exit
+    heat: object = None              # int64[exits]: each exit's countdown to a side trace
+    patch_at: list = field(default_factory=list)   # per exit: where its link jump goes
+    linked: list = field(default_factory=list)     # per exit: jumps into a trace
+    folded: dict = field(default_factory=dict)     # what the optimizer did
+    blocks: object = None            # --stats: int64 per block of the body, its runs
+    compile_ns: int = 0              # from the recording to installed code
+    block_ops: list = field(default_factory=list)  # --stats: VM instructions per block
+    retakes: list = field(default_factory=list)    # per exit: the interpreter re-runs one
+
+    def executed(self) -> int | None:
+        """VM instructions this trace ran (--stats): each block's runs times
+        its instructions, less those a deopt handed back to the interpreter."""
+        if self.blocks is None:
+            return None
+        ran = sum(int(self.blocks[b]) * n for b, n in enumerate(self.block_ops))
+        counts = self.exit_counts() or []
+        return ran - sum(c for c, again in zip(counts, self.retakes) if again)
 
     def entries(self) -> int | None:
         return None if self.tallies is None else int(self.tallies[0])
@@ -55,6 +76,9 @@ class JitStats:
     traces: list[TraceInfo] = field(default_factory=list)
     declined: list[tuple[int, str]] = field(default_factory=list)   # (header pc, why)
     recordings: int = 0
+    side_recordings: int = 0
+    links: int = 0
+    retried: int = 0
 
 
 class Jit:
@@ -63,7 +87,8 @@ class Jit:
                  max_trace_bytes: int = MAX_TRACE_BYTES, max_code_bytes: int = MAX_CODE_BYTES,
                  stretches: tuple = (), record: bool = True, stencils: dict | None = None,
                  verify_wx: bool = False,
-                 source: str = "peachpy", entry_sites: int | None = None):
+                 source: str = "peachpy", entry_sites: int | None = None,
+                 opt: int = 0, link: bool | None = None, side_threshold: int | None = None):
         """stretches: (first pc, end pc) of straight-line code to compile as
         traces before the first run (benchmarks place their crossings so);
         record=False: never record hot loops; stencils: {"DUP": "DUP:mine"}
@@ -71,7 +96,11 @@ class Jit:
         instruction stencils come from, "peachpy" (jitstubs/) or "clang"
         (compiled from isa.py's C bodies by the interpreter's compiler);
         entry_sites (jit-direct-sites): how many copies of ENTER_JIT the traces
-        share, trace k entering through copy k mod entry_sites (default: all)."""
+        share, trace k entering through copy k mod entry_sites (default: all);
+        opt: the trace optimizer's level (jit/optimize.py); link (default: on
+        from opt 1): a side exit taken side_threshold times (default: the
+        threshold) records a trace from where it resumes and jumps to it,
+        and every exit to where a trace starts jumps into that trace."""
         if threshold < 1:
             raise JitError("--jit-threshold must be at least 1")
         f = self.ffi = ffi()
@@ -83,9 +112,26 @@ class Jit:
         self.entry = f.new("void *[]", n)
         self.counters = f.new("int64_t[]", [threshold if record else NEVER] * n)
         self.stretches = list(stretches)
-        self.overrides = dict(stencils or {})
+        # a prototype in place of a standard stencil is checked before any
+        # trace uses it: a stencil of another instruction would corrupt the VM
+        self.overrides = stencil_store.check_overrides(
+            dict(stencils), contract.state_of(loaded.build.compiler.name), source,
+            loaded.build.compiler.name) if stencils else {}
         self.verify_wx = verify_wx       # read /proc/self/maps after every compile (tests)
         self.source = source
+        if opt not in LEVELS:
+            raise JitError(f"--jit-opt {opt}: choose one of {', '.join(map(str, LEVELS))}")
+        self.opt = opt
+        # linking rides on the exit stubs of K = 0 interpreters (a --cache K
+        # exit must reload its cached values: not linked yet)
+        self.link = (opt >= 1 if link is None else link) and not getattr(loaded.build, "cache", 0)
+        self.side_threshold = threshold if side_threshold is None else side_threshold
+        if self.side_threshold < 1:
+            raise JitError("the side exit threshold must be at least 1")
+        self.traces_at: dict[int, int] = {}       # pc -> where a trace starting there is entered
+        self.waiting: dict[int, list] = {}        # pc -> [(TraceInfo, exit)] not linked yet
+        self.side_tries: dict[int, int] = {}
+        self.rec_table = int(f.cast("uintptr_t", loaded.lib.sl_jit_rec_table)) if self.link else 0
         names = {ins.name for ins in isa.INSTRUCTIONS}
         self.traceable = f.new("uint8_t[]", [1 if ins.name in TRACEABLE else 0
                                              for ins in isa.INSTRUCTIONS] + [0])
@@ -102,11 +148,15 @@ class Jit:
         # the stencils' registers are those the interpreter's compiler passes
         # preserve_none arguments in, read from that compiler (contract.derive)
         self.state = contract.state_of(loaded.build.compiler.name)
+        # loaded (or built) now, so a trace's compile time is its own
+        stencil_store.load(self.state, source, loaded.build.compiler.name)
         self.table = None
         self.slots_used = 0
         spec = modes.get(self.mode)
         self.entry_copies: list = []
-        if spec.entry_copies:
+        # with cached values (--cache K) a trace is entered only through an
+        # ENTER_JIT, which spills them: jit-table's slots hold its copies then
+        if spec.entry_copies or (spec.trace_table and loaded.build.cache):
             copies = vmh.constant("SL_JIT_ENTER_COPIES")
             sites = copies if entry_sites is None else entry_sites
             if not 1 <= sites <= copies:
@@ -128,8 +178,12 @@ class Jit:
     def recorded(self) -> None:
         """Compile (or decline) what was recorded; the run then resumes."""
         vm = self.loaded.vm
+        t0, traces = time.perf_counter_ns(), len(self.stats.traces)
         try:
             self._compile_recording(vm)
+            if len(self.stats.traces) > traces:
+                # record, optimize and compile (twice: to learn the size, then placed)
+                self.stats.traces[-1].compile_ns = time.perf_counter_ns() - t0
         except Exception as e:      # stop jitting; the run finishes, then fails with it
             self.error = e
             for i in range(len(self.code)):
@@ -144,6 +198,10 @@ class Jit:
         stop_pc = (int(f.cast("uintptr_t", vm.ip)) - code_base) // 8
         rec = f.unpack(self.rec, vm.rec_len)
         start = (int(f.cast("uintptr_t", vm.rec_start)) - code_base) // 8
+        hot = [(info, i) for info, i in self.waiting.get(start, ()) if int(info.heat[i]) <= 0]
+        if hot:
+            self._side_recording(vm, rec, stop_pc, start, code_base, hot)
+            return
         try:
             if vm.rec_len >= vm.rec_cap and len(rec) > 1:
                 # the buffer filled (an inner loop ran long): keep the path up to
@@ -156,6 +214,7 @@ class Jit:
         except Decline as d:
             if d.retry and self.retries.get(start, 0) < RETRIES:
                 self.retries[start] = self.retries.get(start, 0) + 1
+                self.stats.retried += 1
                 self.counters[start] = self.threshold
             else:
                 self.counters[start] = NEVER
@@ -163,6 +222,44 @@ class Jit:
             return
         self.counters[start] = NEVER
         self._install(trace, code_base)
+
+    def _side_recording(self, vm, rec, stop_pc, start, code_base, hot) -> None:
+        """A hot side exit recorded the path from where it resumes: a trace
+        from there to the first place that has a trace (its end jumps in)."""
+        self.stats.side_recordings += 1
+        traced = frozenset(self.traces_at)
+        cut = next((i for i in range(1, len(rec)) if rec[i] in traced), None)
+        if cut is not None:
+            stop_pc, rec = rec[cut], rec[:cut]
+        elif vm.rec_len >= vm.rec_cap and len(rec) > 1:
+            stop_pc, rec = rec[-1], rec[:-1]
+        stop_op = ENTER_JIT if stop_pc in traced else int(vm.code[stop_pc].op)
+        try:
+            trace = from_recording(self.code, rec, stop_pc, stop_op=stop_op,
+                                   max_ops=self.max_trace, traced=traced)
+        except Decline as d:
+            # try again later, a few times: the path from a side exit varies
+            tries = self.side_tries[start] = self.side_tries.get(start, 0) + 1
+            for info, i in hot:
+                info.heat[i] = NEVER if tries >= RETRIES + 1 else self.side_threshold << (3 * tries)
+            if tries >= RETRIES + 1:
+                self.stats.declined.append((start, f"side exit: {d.reason}"))
+            return
+        trace.retry = False
+        self._install(trace, code_base, side=True)
+
+    def _link(self, info: "TraceInfo", exit_index: int, target: int) -> None:
+        """Patches exit `exit_index` of trace `info` into a jump to `target`."""
+        at = info.address + info.patch_at[exit_index]
+        rel = target - (at + 5)
+        if not -(1 << 31) <= rel < (1 << 31):
+            return                   # out of rel32 reach: the exit keeps crossing
+        try:
+            self.memory.patch(at, b"\xE9" + rel.to_bytes(4, "little", signed=True))
+        except MemoryError_:
+            return                   # (a dual-mapped trace past the memfds kept open)
+        info.linked[exit_index] = True
+        self.stats.links += 1
 
     def prepared(self) -> None:
         """The VM has its code in place: compile the requested stretches."""
@@ -196,22 +293,32 @@ class Jit:
             raise JitError("out of memory moving the VM to a new layout")
         self.prepared()
 
-    def _install(self, trace: Trace, code_base: int) -> None:
+    def _install(self, trace: Trace, code_base: int, side: bool = False) -> None:
         f = self.ffi
         if self.overrides:
             # replace keeps every other field (an inner back-edge's loop_pc)
             trace.ops = [replace(t, stencil=self.overrides.get(t.stencil, t.stencil))
                          for t in trace.ops]
         info = TraceInfo(len(self.stats.traces), trace.start, len(trace.ops), 0, trace.closed,
-                         trace.why_end, [])
+                         trace.why_end, [], side=side)
         ctx = jit_compile.Context(self.mode, code_base, self.loaded.program.consts, self.code,
                                   self.handlers, count=self.loaded.build.count,
                                   state=self.state, source=self.source,
-                                  cc=self.loaded.build.compiler.name)
+                                  cc=self.loaded.build.compiler.name, opt=self.opt,
+                                  cache=self.loaded.build.cache)
+        # an upper bound on exits: a deopt and a branch per instruction, and
+        # a bounds check's deopt per stretch
+        nexits = 2 + 3 * len(trace.ops)
         if self.want_stats:
-            nexits = 1 + 2 * len(trace.ops)         # an upper bound: one slot per guard
             info.tallies = f.new("int64_t[]", 1 + nexits)
             ctx.tallies = int(f.cast("uintptr_t", info.tallies))
+            info.blocks = f.new("int64_t[]", 8 + 4 * len(trace.ops))   # one a guard, at most
+            ctx.blocks = int(f.cast("uintptr_t", info.blocks))
+        if self.link:
+            info.heat = f.new("int64_t[]", [self.side_threshold] * nexits)
+            ctx.heat = int(f.cast("uintptr_t", info.heat))
+            ctx.rec_table = self.rec_table
+            ctx.traces_at = dict(self.traces_at)
         compiled = jit_compile.compile_trace(trace, ctx, None)     # to learn the size
         if len(compiled.code) > self.max_trace_bytes:
             self.stats.declined.append((trace.start, f"{len(compiled.code)} bytes of code, "
@@ -229,11 +336,30 @@ class Jit:
         address = self.memory.place(len(compiled.code), fill)
         info.address, info.size = address, len(compiled.code)
         info.exits = [e.pc for e in compiled.exits]
+        info.patch_at, info.linked = compiled.patch_at, list(compiled.linked)
+        info.folded = compiled.folded
+        info.block_ops, info.retakes = compiled.block_ops, compiled.retakes
+        if info.blocks is not None and len(info.block_ops) > len(info.blocks):
+            raise JitError(f"trace at pc {trace.start}: {len(info.block_ops)} blocks, more "
+                           "than its counters")
         self.stats.traces.append(info)
+        if self.link:
+            # entered from another trace past its entry tally, so --stats counts
+            # only the entries that cross from the interpreter
+            self.traces_at[trace.start] = address + (compiled.entry_tally or 0)
+            for i, ex in enumerate(compiled.exits):
+                if not ex.deopt and not info.linked[i]:
+                    self.waiting.setdefault(ex.pc, []).append((info, i))
+            for other, i in self.waiting.pop(trace.start, ()):
+                self._link(other, i, self.traces_at[trace.start])
+            self.waiting = {pc: [(t, i) for t, i in w if not t.linked[i]]
+                            for pc, w in self.waiting.items()}
         if self.perf_map:
             self._write_perf_map(info, compiled)
         if self.verify_wx:
             _check_no_wx_mapping()
+        if side:                 # reached only through its side exit: no ENTER_JIT
+            return
         self.entry[trace.start] = f.cast("void *", address)
         op = ENTER_JIT
         if self.table is not None and self.slots_used < self.table_slots:
@@ -261,30 +387,56 @@ class Jit:
                 raise e
             raise JitError(f"the JIT failed: {type(e).__name__}: {e}") from e
 
-    def report(self) -> str:
+    def report(self, counts=None) -> str:
+        """--stats; counts (a count build's per-opcode counts) adds the share
+        of VM instructions that ran in traces."""
         s = self.stats
         lines = [f"jit ({self.mode}): {len(s.traces)} trace(s) compiled, "
                  f"{len(s.declined)} declined, {s.recordings} recording(s), "
                  f"{sum(t.size for t in s.traces)} bytes of code"
                  + (" (dual-mapped: the kernel refused mprotect to exec)"
                     if self.memory.dual else "")]
+        side = sum(1 for t in s.traces if t.side)
+        loops = s.recordings - s.side_recordings
+        lines.append(f"  recordings: {loops} at hot loops ({len(s.traces) - side - len(self.stretches)}"
+                     f" compiled, {s.retried} retried because the path left the loop), "
+                     f"{s.side_recordings} at hot side exits ({side} compiled); "
+                     f"{s.links} exit(s) linked to traces, trace optimizer level {self.opt}")
+        timed = [t for t in s.traces if t.compile_ns]
+        if timed:
+            per100 = sum(t.compile_ns / max(t.ops, 1) * 100 for t in timed) / len(timed) / 1e6
+            lines.append(f"  compile time: {sum(t.compile_ns for t in timed) / len(timed) / 1e6:.3f}"
+                         f" ms a trace on average ({sum(t.ops for t in timed) / len(timed):.0f} "
+                         f"instructions; {per100:.3f} ms per 100 instructions)")
+        ran = [t.executed() for t in s.traces]
+        if counts is not None and None not in ran:
+            total = sum(int(c) for c in list(counts)[:isa.NUM_OPCODES])
+            share = 100.0 * sum(ran) / total if total else 0.0
+            lines.append(f"  VM instructions run in traces: {sum(ran)} of {total} ({share:.1f}%)")
         for t in s.traces:
             pos = self.loaded.program.position(t.start)
             where = f" ({self.loaded.program.name}:{pos[0]})" if pos and pos[0] else ""
             ent = t.entries()
-            lines.append(f"  trace {t.index}: loop at pc {t.start}{where}, {t.ops} instructions, "
+            kind = "side trace from pc" if t.side else "loop at pc"
+            lines.append(f"  trace {t.index}: {kind} {t.start}{where}, {t.ops} instructions, "
                          f"{t.size} bytes, {'loops' if t.closed else 'ends: ' + t.why_end}"
-                         + ("" if ent is None else f", entered {ent} times"))
-            counts = t.exit_counts()
-            if counts is None:
+                         + ("" if ent is None else f", entered {ent} times from the interpreter")
+                         + ("" if t.executed() is None else f", ran {t.executed()} instructions"))
+            if t.folded:
+                lines.append("      optimizer: " + ", ".join(f"{n} {what}" for what, n in
+                                                            sorted(t.folded.items())))
+            if t.linked and any(t.linked):
+                lines.append(f"      {sum(t.linked)} of {len(t.exits)} exits linked to traces")
+            counts_ = t.exit_counts()
+            if counts_ is None:
                 lines.append(f"      {len(t.exits)} exits, to pcs {', '.join(map(str, t.exits))}")
                 continue
             for i, pc in enumerate(t.exits):
-                if counts[i]:
-                    lines.append(f"      exit {i} -> pc {pc}: taken {counts[i]} times")
-            idle = sum(1 for c in counts if not c)
+                if counts_[i]:
+                    lines.append(f"      exit {i} -> pc {pc}: taken {counts_[i]} times")
+            idle = sum(1 for c in counts_ if not c)
             if idle:
-                lines.append(f"      {idle} other exit(s) never taken")
+                lines.append(f"      {idle} other exit(s) never taken (or linked before)")
         for pc, why in s.declined:
             lines.append(f"  declined: loop at pc {pc}: {why}")
         return "\n".join(lines)

@@ -4,6 +4,7 @@ how the trace ends (back to its start, or out to the interpreter)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from .. import isa
 from ..isa import Flow
@@ -15,7 +16,7 @@ TRACEABLE = frozenset({
     "LT", "LE", "EQ", "NE", "GT", "GE", "NEG", "INVERT", "NOT",
     "JUMP", "JUMP_IF_FALSE", "JUMP_IF_TRUE", "LOOP",
     "CELL_ADD", "CELL_ZERO", "MOVE", "CELL_OUT", "CELL_IN", "PRINT_BYTE",
-    "JUMP_IF_CELL_ZERO", "LOOP_IF_CELL"})
+    "JUMP_IF_CELL_ZERO", "LOOP_IF_CELL", "CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD", "SCAN"})
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class TraceOp:
     exit_pc: int | None = None     # where its guard leaves to (branch), if it has one
     loop_pc: int | None = None     # an inner loop's back-edge: its header, in this trace
 
-    @property
+    @cached_property
     def name(self) -> str:
         return isa.INSTRUCTIONS[self.op].name
 
@@ -52,11 +53,14 @@ class Decline(Exception):
 
 
 def from_recording(code: list[tuple[int, int]], rec: list[int], stop_pc: int,
-                   stop_op: int | None = None, max_ops: int | None = None) -> Trace:
+                   stop_op: int | None = None, max_ops: int | None = None,
+                   traced: frozenset = frozenset()) -> Trace:
     """code: the program's (op, arg); stop_op: the opcode now at stop_pc, which
     is ENTER_JIT when the path ran into another trace.  An inner loop whose
     header is already in the trace becomes a back-edge inside it; its further
-    recorded iterations are skipped."""
+    recorded iterations are skipped.  traced: pcs where a trace starts; a
+    back-edge the recording took to one ends this trace there (a side trace
+    going back into its loop's trace)."""
     if not rec:
         raise Decline(f"the loop starts with {isa.INSTRUCTIONS[code[stop_pc][0]].name}, "
                       "which has no stencil")
@@ -98,6 +102,11 @@ def from_recording(code: list[tuple[int, int]], rec: list[int], stop_pc: int,
                     return _ends(trace, pc + 1, "the recording ended inside an inner loop")
                 i = j
                 continue
+            if target in traced and nxt == target:
+                variant = "taken"
+                trace.ops.append(TraceOp(pc, op, arg, f"{ins.name}:{variant}",
+                                         pc + 1 if ins.flow is Flow.BACKEDGE_BRANCH else None))
+                return _ends(trace, target, f"runs into the trace at pc {target}")
             # a jump back to somewhere else: out of this loop
             if i == 0:
                 raise Decline("the path left the loop at once", retry=True)

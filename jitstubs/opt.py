@@ -1,0 +1,110 @@
+"""Stencils of the trace optimizer (jit/optimize.py) for BF: the head stays
+put in its register over a stretch of the trace and each cell is addressed
+at its offset from it ([head + cell]); one check proves the stretch's whole
+range of cells inside the tape, so these stencils check nothing themselves.
+Not instructions of their own: `stencils test` leaves them to the optimizer's
+differential tests.
+"""
+from peachpy.x86_64 import (ADD, CMOVB, CMP, DEC, IMUL, INC, JMP, LEA, MOV, MOVSXD, MOVZX, SUB, al,
+                            byte, dword, eax, qword, rax, rcx)
+
+from .asm import stencil, vm_offset
+
+
+@stencil("opt:add")
+def add(a, r):
+    a(MOV(eax, a.hole("byte")), ADD(byte[r.head + a.hole("cell")], al))
+
+
+@stencil("opt:set")
+def set_(a, r):
+    a(MOV(eax, a.hole("byte")), MOV(byte[r.head + a.hole("cell")], al))
+
+
+@stencil("opt:zero")
+def zero(a, r):
+    a(MOV(byte[r.head + a.hole("cell")], 0))
+
+
+@stencil("opt:muladd")
+def muladd(a, r):
+    """cell += byte * cell2 (a multiply loop's target and counter)"""
+    a(MOVZX(eax, byte[r.head + a.hole("cell2")]), IMUL(eax, eax, a.hole("byte")),
+      ADD(byte[r.head + a.hole("cell")], al))
+
+
+@stencil("opt:copyadd")
+def copyadd(a, r):
+    """cell += cell2 (a multiply loop's factor 1)"""
+    a(MOVZX(eax, byte[r.head + a.hole("cell2")]), ADD(byte[r.head + a.hole("cell")], al))
+
+
+@stencil("opt:check")
+def check(a, r):
+    """deopt unless head + cell .. head + cell2 (cell <= cell2) are all on the tape"""
+    # rax and rcx only: rdx may hold a cached stack value (jitstubs/fused.py)
+    a(MOV(rax, r.head), SUB(rax, qword[r.vm + vm_offset("tape")]),
+      LEA(rcx, [rax + a.hole("cell")]), ADD(rax, a.hole("cell2")),
+      CMP(rcx, rax), CMOVB(rcx, rax), CMP(rcx, qword[r.vm + vm_offset("tape_len")]))
+    a.jcc_hole("ae", "deopt")
+
+
+@stencil("opt:head")
+def head(a, r):
+    """the head register catches up with the trace's virtual head"""
+    a(LEA(r.head, [r.head + a.hole("cell")]))
+
+
+def _guard(cc):
+    def emit(a, r):
+        a(CMP(byte[r.head + a.hole("cell")], 0))
+        a.jcc_hole(cc, "branch")
+    return emit
+
+
+stencil("opt:guard-zero", "leave if the cell is zero")(_guard("e"))
+stencil("opt:guard-nonzero", "leave unless the cell is zero")(_guard("ne"))
+
+
+# -- side exits: recording from a hot one, and linking it -----------------
+
+def _heat(a, r):
+    """Count this exit down; past zero the code below the label runs as before."""
+    a(MOV(rax, a.hole("heat")), DEC(qword[rax]))
+    a.jcc("nz", "cold")
+
+
+def _record_here(count):
+    def emit(a, r):
+        """hot: dispatch the resume instruction through the recorder's table,
+        which records a trace from there (for the JIT to link this exit to)"""
+        _heat(a, r)
+        a(MOV(r.ip, a.hole("resume_ip")), MOV(qword[r.vm + vm_offset("rec_start")], r.ip),
+          MOV(dword[r.vm + vm_offset("rec_len")], 0), MOV(r.table, a.hole("rec_table")),
+          MOVSXD(rax, dword[r.ip]))
+        if count:
+            a(MOV(rcx, qword[r.vm + vm_offset("counts")]), INC(qword[rcx + rax * 8]))
+        a(JMP(qword[r.table + rax * 8]))
+        a.label("cold")
+    return emit
+
+
+stencil("opt:hot-exit", "a side exit's heat; hot, it records from where it resumes")(
+    _record_here(False))
+stencil("opt:hot-exit:count", "opt:hot-exit that counts the instruction it dispatches")(
+    _record_here(True))
+
+
+@stencil("opt:hot-exit:shim")
+def hot_exit_shim(a, r):
+    """a side exit's heat; hot, it asks the shim's ENTER_JIT to record from the resume pc"""
+    _heat(a, r)
+    a(MOV(rax, a.hole("resume_ip")), MOV(qword[r.vm + vm_offset("rec_start")], rax),
+      MOV(dword[r.vm + vm_offset("rec_len")], -1))
+    a.label("cold")
+
+
+@stencil("opt:link")
+def link(a, r):
+    """an exit that jumps into another trace instead of the interpreter"""
+    a.jmp_hole("link")

@@ -1,0 +1,161 @@
+"""The trace optimizer's stack machine (level 2): minipy's operand stack kept
+virtual inside a trace, so an instruction takes its operands where they are
+(a local, an immediate, the cached top of stack in a register) and leaves
+its result in that register; the stencils are jitstubs/fused.py's.
+
+Entries are ("s",) on the memory stack, ("l", index), ("i", value) or ("r",)
+in TOS; memory entries are always below virtual ones.  The stack is flushed
+(every virtual entry pushed, in order) before anything that can leave the
+trace or needs memory, so every exit sees the interpreter's exact state.
+"""
+from __future__ import annotations
+
+from .. import isa
+
+PAIRS = {a + b for a in "slir" for b in "lir"} - {"ii", "rr"}
+ARITH = {"ADD", "SUB", "MUL", "AND", "OR", "XOR"}
+COMPARE = {"LT": "l", "LE": "le", "EQ": "e", "NE": "ne", "GT": "g", "GE": "ge"}
+NEGATE = {"l": "ge", "le": "g", "e": "ne", "ne": "e", "g": "le", "ge": "l"}
+BY_IMM = {"LSHIFT": range(0, 64), "RSHIFT": range(0, 64),
+          "FLOORDIV": range(1, isa.INT32_MAX + 1), "MOD": range(1, isa.INT32_MAX + 1)}
+_FOLD = {"ADD": lambda a, b: a + b, "SUB": lambda a, b: a - b, "MUL": lambda a, b: a * b,
+         "AND": lambda a, b: a & b, "OR": lambda a, b: a | b, "XOR": lambda a, b: a ^ b}
+TRANSPARENT = {"NOP", "JUMP"}          # their stencils emit nothing
+
+
+def leave_cc(guard: str, cc: str) -> str:
+    """When a JUMP_IF_* guard on a compare with condition cc leaves the trace."""
+    name, _, variant = guard.partition(":")
+    leave_when_true = (name == "JUMP_IF_FALSE") == (variant == "taken")
+    return cc if leave_when_true else NEGATE[cc]
+
+
+class VirtualStack:
+    def __init__(self, lowered, piece, count_piece):
+        self.out, self.piece, self.count_piece = lowered, piece, count_piece
+        self.entries: list[tuple] = []
+
+    # -- emitting ------------------------------------------------------------
+    def emit(self, stencil: str, values: dict, t=None, d: int = 0) -> None:
+        self.out.pieces.append(self.piece(stencil, values, t, d))
+
+    def _operand_values(self, e: tuple, left: bool) -> dict:
+        if e[0] == "l":
+            return {"local" if left else "local2": 8 * e[1]}
+        if e[0] == "i":
+            return {"oparg" if left else "oparg2": e[1]}
+        return {}
+
+    def flush(self, d: int = 0, keep: int = 0) -> None:
+        """Push every virtual entry but the top `keep`, bottom first."""
+        entries = self.entries
+        end = len(entries) - keep
+        for k in range(end):
+            e = entries[k]
+            if e[0] == "s":
+                continue
+            self.emit(f"opt:push:{e[0]}", self._operand_values(e, left=False), None, d)
+            entries[k] = ("s",)
+            self.out.note("stack values spilled")
+
+    def _free_tos(self, d: int) -> None:
+        """TOS is about to take a new value: an entry still in it goes to memory."""
+        if any(e[0] == "r" for e in self.entries):
+            self.flush(d)
+
+    # -- the instructions ----------------------------------------------------
+    def take(self, ops: list, k: int, d: int) -> int:
+        """Lower ops[k] (and the guard after it, for a compare) if it is stack
+        code this can do; returns how many instructions it took (0: none)."""
+        t = ops[k]
+        name, e = t.name, self.entries
+        if name in TRANSPARENT:
+            self.count_piece(t, d)
+            self.emit(t.stencil, {}, t, d)
+            return 1
+        if name == "LOAD_LOCAL":
+            return self._push(t, d, ("l", t.arg))
+        if name == "LOAD_INT":
+            return self._push(t, d, ("i", t.arg))
+        if name == "POP" and e and e[-1][0] != "s":
+            self.count_piece(t, d)
+            e.pop()
+            self.out.note("stack operations fused")
+            return 1
+        if name == "STORE_LOCAL" and e and e[-1][0] != "s":
+            return self._store(t, d)
+        if len(e) < 2:
+            return 0
+        a, b = e[-2], e[-1]
+        pair = a[0] + b[0]
+        if name in ARITH and a[0] == b[0] == "i":
+            value = isa.wrap64(_FOLD[name](a[1], b[1]))
+            if isa.INT32_MIN <= value <= isa.INT32_MAX:
+                self.count_piece(t, d)
+                e[-2:] = [("i", value)]
+                self.out.note("constants folded")
+                return 1
+            return 0
+        if name in ARITH and pair in PAIRS:
+            return self._binop(t, d, f"opt:{name}:{pair}", a, b)
+        if name in BY_IMM and b[0] == "i" and b[1] in BY_IMM[name] and a[0] in "slr":
+            return self._binop(t, d, f"opt:{name}:{a[0]}i", a, b)
+        if name in COMPARE and pair in PAIRS:
+            nxt = ops[k + 1] if k + 1 < len(ops) else None
+            if nxt is not None and nxt.name in ("JUMP_IF_FALSE", "JUMP_IF_TRUE") and \
+                    nxt.stencil.partition(":")[2] in ("taken", "fallthrough"):
+                return self._compare_branch(t, nxt, d, pair, a, b)
+            self.count_piece(t, d)
+            del e[-2:]
+            self._free_tos(d)
+            self.emit(f"opt:cmp:{pair}", {**self._operand_values(a, True),
+                                          **self._operand_values(b, False)}, t, d)
+            self.emit(f"opt:set:{COMPARE[name]}", {}, t, d)
+            e.append(("r",))
+            self.out.note("stack operations fused")
+            return 1
+        return 0
+
+    def _push(self, t, d, entry) -> int:
+        self.count_piece(t, d)
+        self.entries.append(entry)
+        return 1
+
+    def _store(self, t, d) -> int:
+        e = self.entries
+        top = e.pop()
+        if any(x == ("l", t.arg) for x in e):
+            self.flush(d)             # they must read the local before it changes
+        self.count_piece(t, d)
+        values = {"local": 8 * t.arg}
+        if top[0] == "l":
+            values["local2"] = 8 * top[1]
+        elif top[0] == "i":
+            values["oparg2"] = top[1]
+        self.emit(f"opt:store:{top[0]}", values, t, d)
+        self.out.note("stack operations fused")
+        return 1
+
+    def _binop(self, t, d, stencil, a, b) -> int:
+        e = self.entries
+        self.count_piece(t, d)
+        del e[-2:]
+        if "r" not in (a[0], b[0]):
+            self._free_tos(d)
+        self.emit(stencil, {**self._operand_values(a, True), **self._operand_values(b, False)},
+                  t, d)
+        e.append(("r",))
+        self.out.note("stack operations fused")
+        return 1
+
+    def _compare_branch(self, t, guard, d, pair, a, b) -> int:
+        e = self.entries
+        self.count_piece(t, d)
+        self.count_piece(guard, d)
+        del e[-2:]
+        self.flush(d)                 # the guard's exit sees the interpreter's stack
+        self.emit(f"opt:cmp:{pair}", {**self._operand_values(a, True),
+                                      **self._operand_values(b, False)}, t, d)
+        self.emit(f"opt:leave-if:{leave_cc(guard.stencil, COMPARE[t.name])}", {}, guard, d)
+        self.out.note("compare-and-branch fused")
+        return 2

@@ -1,0 +1,209 @@
+"""The trace optimizer, between trace.py and compile.py: from a trace's VM
+instructions to the pieces (stencil + hole values) that compile.py lays out.
+
+Level 0 is one stencil per instruction, every instruction boundary a full VM
+state: what `bench transitions` measures crossings with.  Level 1 keeps BF's
+head virtual: MOVE emits nothing, later tape stencils address [head + d], the
+head register catches up only where the interpreter or a jump can see it
+(exits carry d; labels, back-edges, scans and I/O materialize it), and one
+check per stretch proves the stretch's whole range of cells on the tape,
+deopting to the stretch's first instruction (where the interpreter then
+finds any error exactly) before anything in it ran.  Level 2 also fuses
+minipy's stack traffic (jit/fuse.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from .. import isa
+from .defaults import LEVELS     # there, so the CLI shows them without loading the JIT
+from .fuse import VirtualStack
+from .trace import Trace, TraceOp
+
+
+@dataclass
+class Piece:
+    stencil: str
+    values: dict
+    op: TraceOp | None = None    # the instruction it belongs to (exits, labels, symbols)
+    d: int = 0                   # the virtual head here: the interpreter's head is head + d
+    counted: bool = True         # op's count was taken before this piece (a deopt takes it back)
+
+
+@dataclass
+class Lowered:
+    pieces: list[Piece] = field(default_factory=list)
+    labels: dict[int, int] = field(default_factory=dict)   # pc -> piece where d = 0, a jump target
+    folded: dict[str, int] = field(default_factory=dict)   # what the optimizer did, for --stats
+    starts: list[int] = field(default_factory=list)        # per trace instruction: its first piece
+
+    def note(self, what: str, n: int = 1) -> None:
+        self.folded[what] = self.folded.get(what, 0) + n
+
+
+def operand_values(t: TraceOp, consts: list[int]) -> dict:
+    """The hole values of an instruction's own stencil."""
+    values = {"oparg": t.arg, "local": 8 * t.arg, "continue": "next",
+              "cell": t.arg >> 8, "byte": t.arg & 0xFF}
+    if t.name == "LOAD_CONST":
+        values["const"] = consts[t.arg]
+    return values
+
+
+def lower(trace: Trace, consts: list[int], level: int, count: bool) -> Lowered:
+    if level not in LEVELS:
+        raise ValueError(f"optimizer level {level}: choose one of {LEVELS}")
+    ops = list(trace.ops)
+    out = Lowered()
+    if level == 0:
+        for t in ops:
+            out.labels.setdefault(t.pc, len(out.pieces))
+            out.starts.append(len(out.pieces))
+            _count(out, t, count)
+            out.pieces.append(Piece(t.stencil, operand_values(t, consts), t))
+        return out
+    _VirtualHead(trace, ops, consts, count, out, fuse_stack=level >= 2).run()
+    return out
+
+
+_PLAIN_VARIANTS = ("", "taken", "fallthrough", "close", "inner")
+
+
+def overridden(t: TraceOp) -> bool:
+    """A prototype stencil stands in for t (--stencil): the optimizer leaves it
+    as it is, with the VM state it was written for."""
+    return _overridden(t.stencil)
+
+
+@lru_cache(maxsize=None)
+def _overridden(stencil: str) -> bool:
+    return stencil.partition(":")[2] not in _PLAIN_VARIANTS
+
+
+def _count(out: Lowered, t: TraceOp, count: bool, d: int = 0) -> None:
+    if count:
+        out.pieces.append(Piece("count", {"count": 8 * t.op}, None, d))
+
+
+# --- level 1: the virtual head --------------------------------------------
+
+_GUARD = {"JUMP_IF_CELL_ZERO:taken": "opt:guard-nonzero",
+          "JUMP_IF_CELL_ZERO:fallthrough": "opt:guard-zero",
+          "LOOP_IF_CELL:fallthrough": "opt:guard-nonzero",
+          "LOOP_IF_CELL:taken": "opt:guard-zero"}
+# every instruction that reads or moves the head
+_ON_TAPE = {ins.name for ins in isa.INSTRUCTIONS if "HEAD" in ins.c or "TAPE_AT" in ins.c}
+_CELL_BRANCHES = ("JUMP_IF_CELL_ZERO", "LOOP_IF_CELL")
+_CHECKED = {"MOVE", "CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD"}   # each checked its cell
+_TAPE = {"CELL_ADD", "CELL_ZERO", "MOVE", "CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD"}
+
+
+class _VirtualHead:
+    def __init__(self, trace: Trace, ops: list[TraceOp], consts, count: bool, out: Lowered,
+                 fuse_stack: bool = False):
+        self.trace, self.ops, self.consts, self.count, self.out = trace, ops, consts, count, out
+        self.stack = None
+        if fuse_stack:
+            self.stack = VirtualStack(out, Piece, lambda t, d: _count(out, t, count, d))
+        pcs = {t.pc for t in ops}
+        self.label_pcs = {trace.start} | {t.loop_pc for t in ops if t.loop_pc is not None}
+        self.label_pcs |= {t.exit_pc for t in ops if t.exit_pc in pcs}
+        self.d = 0
+
+    def _materializes(self, t: TraceOp) -> bool:
+        """The head register must be the interpreter's before t runs: t is a
+        jump target, jumps to one, moves the head itself or does I/O."""
+        return (t.pc in self.label_pcs or t.loop_pc is not None or t.stencil.endswith(":close")
+                or overridden(t)
+                or (t.name in _CELL_BRANCHES and t.exit_pc in self.label_pcs)
+                or t.name in ("SCAN", "CELL_IN", "CELL_OUT"))
+
+    def run(self) -> None:
+        i, ops = 0, self.ops
+        while i < len(ops):
+            # a stretch: from a materialization point to the next
+            j = i + 1
+            while j < len(ops) and not self._materializes(ops[j]) and ops[j - 1].name != "SCAN":
+                j += 1
+            self.stretch(ops[i:j])
+            i = j
+        self.flush_stack()
+        self.materialize()           # the end exit (or nothing: a closed trace jumped back)
+
+    def flush_stack(self) -> None:
+        if self.stack is not None:
+            self.stack.flush(self.d)
+
+    def materialize(self) -> None:
+        if self.d:
+            self.out.pieces.append(Piece("opt:head", {"cell": self.d}, None, self.d))
+            self.out.note("head materialized")
+            self.d = 0
+
+    def stretch(self, ops: list[TraceOp]) -> None:
+        if ops[0].pc in self.label_pcs:
+            self.flush_stack()       # a jump may arrive here: the stack as the interpreter has it
+        self.materialize()
+        out = self.out
+        out.labels.setdefault(ops[0].pc, len(out.pieces))
+        lo, hi, d = None, None, 0
+        for t in ops:
+            cells = []
+            if t.name == "MOVE":
+                d += t.arg
+                cells.append(d)
+            elif t.name in ("CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD"):
+                cells.append(d + (t.arg >> 8))
+            for c in cells:
+                lo = c if lo is None else min(lo, c)
+                hi = c if hi is None else max(hi, c)
+        if lo is not None:
+            self.flush_stack()       # its deopt resumes with the interpreter's stack
+            out.pieces.append(Piece("opt:check", {"cell": lo, "cell2": hi}, ops[0], 0,
+                                    counted=False))
+            out.note("bounds checks hoisted", sum(1 for t in ops if t.name in _CHECKED) - 1)
+        k = 0
+        while k < len(ops):
+            at = len(out.pieces)
+            if self.stack is not None and not overridden(ops[k]):
+                taken = self.stack.take(ops, k, self.d)
+                if taken:
+                    out.starts += [at] * taken
+                    k += taken
+                    continue
+                self.flush_stack()
+            out.starts.append(len(out.pieces))
+            self.one(ops[k])
+            k += 1
+
+    def one(self, t: TraceOp) -> None:
+        out, d = self.out, self.d
+        _count(out, t, self.count, d)
+        name, arg = t.name, t.arg
+        if overridden(t):
+            out.pieces.append(Piece(t.stencil, operand_values(t, self.consts), t, d))
+        elif name == "MOVE":
+            self.d += arg
+            out.note("moves folded")
+        elif name == "CELL_ADD":
+            out.pieces.append(Piece("opt:add", {"cell": d, "byte": arg & 0xFF}, t, d))
+        elif name == "CELL_ZERO":
+            out.pieces.append(Piece("opt:zero", {"cell": d}, t, d))
+        elif name == "CELL_ADD_AT":
+            out.pieces.append(Piece("opt:add", {"cell": d + (arg >> 8), "byte": arg & 0xFF}, t, d))
+        elif name == "CELL_SET_AT":
+            v = arg & 0xFF
+            out.pieces.append(Piece("opt:set" if v else "opt:zero",
+                                    {"cell": d + (arg >> 8), "byte": v}, t, d))
+        elif name == "CELL_MULADD":
+            factor = arg & 0xFF
+            if factor:
+                out.pieces.append(Piece("opt:copyadd" if factor == 1 else "opt:muladd",
+                                        {"cell": d + (arg >> 8), "cell2": d, "byte": factor}, t, d))
+        elif t.stencil in _GUARD and t.exit_pc not in self.label_pcs:
+            out.pieces.append(Piece(_GUARD[t.stencil], {"cell": d}, t, d))
+        else:
+            if d and name in _ON_TAPE:
+                raise AssertionError(f"optimizer: {t.stencil} at pc {t.pc} would see a stale head")
+            out.pieces.append(Piece(t.stencil, operand_values(t, self.consts), t, d))
