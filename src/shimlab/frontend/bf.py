@@ -38,11 +38,14 @@ class Emitter:
         self.code: list[tuple[int, int]] = []
         self.open_loops: list[tuple[int, int]] = []    # (pc of the '[', its source offset)
         self._shared: dict[tuple[int, int], tuple[int, int]] = {}
+        # bound once: emit runs once per instruction of sources of many MB
+        self._share, self._put = self._shared.setdefault, self.code.append
+        self._at = positions.offsets.append
 
     def emit(self, op: int, arg: int, at: int) -> None:
         key = (op, arg)
-        self.code.append(self._shared.setdefault(key, key))
-        self.positions.append(at)
+        self._put(self._share(key, key))
+        self._at(at)
 
     def unemit(self) -> None:
         self.code.pop()
@@ -57,7 +60,11 @@ class Emitter:
             self.emit(CELL_ADD, n - 256 if n > 127 else n, at)
 
     def move(self, n: int, at: int) -> None:
-        while n:
+        if -isa.INT32_MAX <= n <= isa.INT32_MAX:
+            if n:
+                self.emit(MOVE, n, at)
+            return
+        while n:                                    # a run of more than 2**31 moves
             step = max(-isa.INT32_MAX, min(isa.INT32_MAX, n))
             self.emit(MOVE, step, at)
             n -= step
@@ -206,20 +213,24 @@ def compile_source(source: str, filename: str = "<bf>", opt: int = 0) -> Program
     positions = SourcePositions(source)
     out = (Optimizing if opt else Emitter)(filename, positions)
     simple = {".": _OP["CELL_OUT"], ",": _OP["CELL_IN"]}
+    add, move, clear, open_, close = out.add, out.move, out.clear, out.open, out.close
     last = -1
     for m in _TOKEN.finditer(source):
         kind, at, text = m.lastgroup, m.start(), m.group()
         last = at
         if kind == "add":
-            out.add((text.count("+") - text.count("-")) % 256, at)
+            n = (1 if text == "+" else 255) if len(text) == 1 else \
+                (text.count("+") - text.count("-")) % 256
+            add(n, at)
         elif kind == "move":
-            out.move(text.count(">") - text.count("<"), at)
+            move((1 if text == ">" else -1) if len(text) == 1 else
+                 text.count(">") - text.count("<"), at)
         elif kind == "clear":
-            out.clear(at)
+            clear(at)
         elif text == "[":
-            out.open(at)
+            open_(at)
         elif text == "]":
-            out.close(at)
+            close(at)
         else:
             out.simple(simple[text], at)
     out.finish(last)
