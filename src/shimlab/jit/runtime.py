@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from array import array
 from dataclasses import dataclass, field, replace
 
 from .. import isa, modes
@@ -196,7 +197,10 @@ class Jit:
         self.stats.recordings += 1
         code_base = int(f.cast("uintptr_t", vm.code))
         stop_pc = (int(f.cast("uintptr_t", vm.ip)) - code_base) // 8
-        rec = f.unpack(self.rec, vm.rec_len)
+        # one C-level copy: a recording through long inner loops has tens of
+        # thousands of pcs, and a list of Python ints of them cost ~1 ms
+        rec = array("i")
+        rec.frombytes(f.buffer(self.rec, 4 * vm.rec_len))
         start = (int(f.cast("uintptr_t", vm.rec_start)) - code_base) // 8
         hot = [(info, i) for info, i in self.waiting.get(start, ()) if int(info.heat[i]) <= 0]
         if hot:
@@ -352,8 +356,9 @@ class Jit:
                     self.waiting.setdefault(ex.pc, []).append((info, i))
             for other, i in self.waiting.pop(trace.start, ()):
                 self._link(other, i, self.traces_at[trace.start])
-            self.waiting = {pc: [(t, i) for t, i in w if not t.linked[i]]
-                            for pc, w in self.waiting.items()}
+            for pc in {ex.pc for ex in compiled.exits}:    # drop what linking just linked
+                if pc in self.waiting:
+                    self.waiting[pc] = [(t, i) for t, i in self.waiting[pc] if not t.linked[i]]
         if self.perf_map:
             self._write_perf_map(info, compiled)
         if self.verify_wx:
