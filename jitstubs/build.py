@@ -15,12 +15,12 @@ import json
 import os
 import re
 import sys
-import tempfile
 import traceback
 import types
 from pathlib import Path
 
 from shimlab import paths
+from shimlab.atomicfile import write_atomic
 from shimlab.abi import contract
 from shimlab.stencil import PLACEHOLDER, disassemble
 
@@ -213,16 +213,7 @@ def write(path: Path, state: dict | None = None) -> dict:
 
 def write_json(path: Path, data: dict) -> None:
     """Atomically: a reader sees the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".stencils-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_atomic(path, json.dumps(data, indent=1))
 
 
 if __name__ == "__main__":

@@ -228,3 +228,16 @@ def test_run_refuses_a_level_that_does_not_exist(option, tmp_path):
                        capture_output=True, text=True)
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert option.split()[0] in r.stderr
+
+
+def test_the_jit_api_refuses_a_stencil_of_another_instruction():
+    """jit={"stencils": ...} is checked like --stencil: a LOAD_INT in place of
+    CELL_ADD would grow the stack until it faults."""
+    from shimlab.frontend.verify import verify
+    from shimlab.stencil import StencilError
+    cc = next(cc for m, cc in interpreter_configs() if m == "tailcall")
+    program = verify(bf.compile_source("+[>+<-]", "x.bf", 0))
+    with pytest.raises(StencilError, match="only a stencil of CELL_ADD"):
+        with vm.Loaded(get_build("jit-direct", cc), program,
+                       jit={"stencils": {"CELL_ADD": "LOAD_INT"}}) as loaded:
+            loaded.run()

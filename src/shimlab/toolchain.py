@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import modes
+from .atomicfile import write_atomic
 from .errors import ToolchainError
 from .paths import cache_root
 
@@ -257,15 +258,9 @@ def _load_disk() -> dict:
 
 
 def _save_disk(entries: dict) -> None:
-    import tempfile
-    path = cache_path()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".toolchain-", suffix=".json", dir=path.parent)
-        with os.fdopen(fd, "w") as f:
-            json.dump({"probe_version": _PROBE_VERSION, "compilers": entries}, f,
-                      indent=1, sort_keys=True)
-        os.replace(tmp, path)
+        write_atomic(cache_path(), json.dumps({"probe_version": _PROBE_VERSION,
+                                               "compilers": entries}, indent=1, sort_keys=True))
     except OSError:
         pass    # a read-only tree just means probing again next time
 

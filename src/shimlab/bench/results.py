@@ -32,7 +32,6 @@ existing -o file is neither resumed nor replaced unless asked (open_for).
 from __future__ import annotations
 
 import datetime
-import errno
 import gzip
 import hashlib
 import io
@@ -49,6 +48,7 @@ from typing import Iterable, Iterator
 
 import pyperf
 
+from ..atomicfile import write_atomic
 from ..errors import ShimlabError
 from ..paths import RESULTS
 
@@ -530,46 +530,7 @@ def load(path, environment: dict | None = None) -> ResultFile | None:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    directory = path.parent if str(path.parent) else Path(".")
-    directory.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = path.stat().st_mode & 0o777
-    except FileNotFoundError:
-        mode = 0o644
-    # Same directory as the target, so os.replace is a rename on one
-    # filesystem, which POSIX makes atomic.
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                if n <= 0:
-                    raise OSError(errno.EIO, "short write")
-                view = view[n:]
-            os.fchmod(fd, mode)
-            # Data must reach the disk before the rename does, or a crash
-            # could leave the new name pointing at an empty file.
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    try:
-        dfd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)   # make the rename itself durable
-    except OSError:
-        pass
-    finally:
-        os.close(dfd)
+    write_atomic(path, data, durable=True)
 
 
 def _read_bounded(path: Path) -> bytes | None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .. import modes, toolchain
 from ..abi import contract
+from ..atomicfile import write_atomic
 from ..errors import BuildError
 from ..modes import Mode
 from ..paths import CSRC, cache_root
@@ -200,14 +201,7 @@ def _elf_complete(so: Path, size: int) -> bool:
 
 
 def _write_json(path: Path, data: dict) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, json.dumps(data, indent=1))
 
 
 def entry_ok(out_dir: Path) -> bool:

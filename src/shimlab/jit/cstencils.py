@@ -12,13 +12,13 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import subprocess
 import tempfile
 from functools import lru_cache
 from pathlib import Path
 
 from .. import isa, toolchain
+from ..atomicfile import write_atomic
 from ..isa import Flow
 from ..paths import CSRC, cache_root
 from ..stencil import Hole, Stencil, StencilError, disassemble
@@ -206,15 +206,4 @@ def _write_cache(path: Path, text: str) -> None:
     rename it into place: concurrent writers (several `stencils test` on an
     empty cache) each replace the entry whole, and a reader sees either no
     entry or a complete one, never another writer's half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    write_atomic(path, text)
