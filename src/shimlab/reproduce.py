@@ -131,8 +131,13 @@ def run_in_kernel(name: str, quick: bool = False, compilers: list[str] | None = 
                            extra_arguments=["--IPKernelApp.log_level=ERROR"],
                            resources={"metadata": {"path": str(path.parent)}})
     _header(path, quick, ", through a Jupyter kernel")
+    # The kernel's own stderr goes to a log beside the notebook: cells' output
+    # and errors come through the protocol, and what the kernel process itself
+    # prints (libzmq once asserted on its way down after a failed cell) is
+    # not the user's output.
+    log = open(out_dir / "kernel.log", "wb")
     try:
-        client.execute(env=env)
+        client.execute(env=env, stderr=log)
     except NoSuchKernel:
         raise ShimlabError(f"no Jupyter kernel for Python here: {NEED_EXTRA}") from None
     except CellExecutionError as e:
@@ -145,6 +150,7 @@ def run_in_kernel(name: str, quick: bool = False, compilers: list[str] | None = 
     except (RuntimeError, TimeoutError) as e:      # e.g. "Kernel didn't respond in 60 seconds"
         raise ShimlabError(f"notebook {path.stem}: the Jupyter kernel failed: {e}") from None
     finally:
+        log.close()
         nbformat.write(nb, str(target))     # also a failed run's, for its tracebacks
     print(f"executed notebook: {target}", flush=True)
     return target
