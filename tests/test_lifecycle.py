@@ -11,42 +11,11 @@ import time
 
 import pytest
 
+from processes import wait_for_child, wait_until_busy
+
 from shimlab import isolate
 
 SHIMLAB = [sys.executable, "-m", "shimlab.cli"]
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
-
-
-def _wait_for_child(pid: int, timeout: float = 30) -> int:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        kids = _children(pid)
-        if kids:
-            return kids[0]
-        time.sleep(0.02)
-    raise AssertionError(f"process {pid} started no child")
-
-
-def _cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _wait_until_busy(pid: int, seconds: float = 0.3, timeout: float = 30) -> None:
-    """Until `pid` has used `seconds` of CPU: its program's endless loop is
-    running (what comes before it in the child takes far less), however
-    loaded the machine is."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end and _cpu_seconds(pid) < seconds:
-        time.sleep(0.02)
 
 
 def _alive(pid: int) -> bool:
@@ -82,8 +51,8 @@ def test_killing_shimlab_run_leaves_no_child(hang, mode, sig):
     parent = subprocess.Popen([*SHIMLAB, "run", str(hang), "--mode", mode, "--isolate"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        child = _wait_for_child(parent.pid)
-        _wait_until_busy(child)          # into the program's endless loop
+        child = wait_for_child(parent.pid)
+        wait_until_busy(child)          # into the program's endless loop
         os.kill(parent.pid, sig)
         out, _ = parent.communicate(timeout=30)
         assert parent.returncode == -sig

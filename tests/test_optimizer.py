@@ -12,7 +12,8 @@ import sys
 import pytest
 
 import differential
-from conftest import EXAMPLES, get_build, interpreter_configs
+from test_modes import _examples, _input_for
+from conftest import get_build, interpreter_configs
 from shimlab import isa, isolate, reference, vm
 from shimlab.bytecode import disassemble
 from shimlab.frontend import bf, compile_text, load_program
@@ -113,21 +114,11 @@ def test_minipy_edge_cases_agree_with_the_oracle_everywhere(src):
 
 # -- the corpus at every level ---------------------------------------------------------
 
-def _corpus():
-    files = sorted(EXAMPLES.glob("bf/*.bf")) + sorted(EXAMPLES.glob("minipy/*.py"))
-    return [p for p in files if "gen" not in p.parts]
-
-
-def _input(path):
-    inp = path.with_suffix(".in")
-    return inp.read_bytes() if inp.exists() else b""
-
-
-@pytest.mark.parametrize("path", [p for p in _corpus() if p.suffix == ".bf"],
+@pytest.mark.parametrize("path", [p for p in _examples() if p.suffix == ".bf"],
                          ids=lambda p: p.name)
 def test_bf_corpus_at_bf_opt_1_in_every_interpreter(path, interp):
     program = load_program(path, bf_opt=1)
-    result = vm.run(get_build(*interp), program, _input(path))
+    result = vm.run(get_build(*interp), program, _input_for(path))
     assert result.status == 0
     assert result.output == path.with_suffix(".out").read_bytes()
 
@@ -138,7 +129,7 @@ _CI_MODES = ("jit-direct", "jit-shim")
 
 
 def _jit_cases():
-    for path in _corpus():
+    for path in _examples():
         for mode in JIT_MODES:
             for level in optimize.LEVELS:
                 if path.name in HEAVY and (mode != "jit-direct" or level == 0):
@@ -155,7 +146,7 @@ def test_corpus_in_every_jit_mode_at_every_level(path, mode, level):
     program = load_program(path, bf_opt=1)
 
     def child():
-        with vm.Loaded(b, program, _input(path), jit={"opt": level, "threshold": 8}) as loaded:
+        with vm.Loaded(b, program, _input_for(path), jit={"opt": level, "threshold": 8}) as loaded:
             r = loaded.run()
             return r.output, r.status
     output, status = isolate.call(f"{mode} at --jit-opt {level}", child, timeout=300)
@@ -170,7 +161,7 @@ def _want(path):
     if out.exists():
         return out.read_bytes()
     cc = next(cc for m, cc in interpreter_configs() if m == "tailcall")
-    return vm.run(get_build("tailcall", cc), load_program(path, bf_opt=1), _input(path)).output
+    return vm.run(get_build("tailcall", cc), load_program(path, bf_opt=1), _input_for(path)).output
 
 
 # -- what the levels do ------------------------------------------------------------------

@@ -10,9 +10,10 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
+
+from processes import wait_for_child, wait_until_busy
 
 from conftest import EXAMPLES, compiler_for
 from shimlab import reference, vm
@@ -205,41 +206,11 @@ def test_ctrl_c_writes_out_what_was_output(prog):
     hang = prog("hang.py", "print(1)\nwhile True:\n    pass\n")
     proc = subprocess.Popen([*SHIMLAB, "run", str(hang)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True)
-    _wait_until_busy(_wait_for_child(proc.pid))
+    wait_until_busy(wait_for_child(proc.pid))
     os.killpg(proc.pid, signal.SIGINT)      # what a terminal's Ctrl-C does
     out, err = proc.communicate(timeout=30)
     assert out == b"1\n", err
     assert proc.returncode == 130 and b"Traceback" not in err
-
-
-def _wait_for_child(pid: int, timeout: float = 30) -> int:
-    """The pid of `pid`'s first child (the isolated run), once it exists."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            with open(f"/proc/{pid}/task/{pid}/children") as f:
-                kids = f.read().split()
-        except OSError:
-            kids = []
-        if kids:
-            return int(kids[0])
-        time.sleep(0.02)
-    raise AssertionError(f"process {pid} started no child")
-
-
-def _cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _wait_until_busy(pid: int, seconds: float = 0.3, timeout: float = 30) -> None:
-    """Until `pid` has used `seconds` of CPU: its program's endless loop is
-    running (what comes before it in the child takes far less), however
-    loaded the machine is."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end and _cpu_seconds(pid) < seconds:
-        time.sleep(0.02)
 
 
 @pytest.mark.parametrize("mode", ["tailcall", "reference"])
