@@ -128,9 +128,8 @@ def _with_code_shift(driver: str, layout: int) -> str:
 
 def _sources(mode: Mode, cc: toolchain.Compiler, count: bool,
              code_layout: int = 0, cache: int = 0) -> dict[str, str]:
-    rendered = generate.render()
-    files = {f"generated/{name}": text for name, text in rendered.items()
-             if name == "opcodes.h" or name == generate.cases_file(mode.variant, cache)}
+    wanted = {"opcodes.h", generate.cases_file(mode.variant, cache)}
+    files = {f"generated/{name}": text for name, text in generate.render(only=wanted).items()}
     for name in HAND_WRITTEN + mode.headers + mode.c_sources:
         files[name] = (CSRC / name).read_text()
     files["driver.c"] = _with_code_shift(files["driver.c"], code_layout)

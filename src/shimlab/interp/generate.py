@@ -369,21 +369,23 @@ def _tailcall_cached(instructions: Sequence[isa.Instr], k: int) -> str:
 
 
 def render(instructions: Sequence[isa.Instr] = isa.INSTRUCTIONS,
-           errors: Iterable[isa.Error] = isa.Error) -> dict[str, str]:
-    """File name -> content of everything in csrc/generated/.
+           errors: Iterable[isa.Error] = isa.Error, only=None) -> dict[str, str]:
+    """File name -> content of everything in csrc/generated/ (or of the
+    names in `only`: a build needs two of its ten files, on every run).
 
     `instructions` is in opcode order; `errors` are the statuses of
     opcodes.h, each with a name, an int value and a message."""
     instructions = list(instructions)
-    files = {"opcodes.h": _opcodes_h(instructions, errors)}
     include = '#include "../vm.h"\n\n'
-    files["cases_switch.c"] = HEADER + include + _switch(instructions)
-    files["cases_goto.c"] = HEADER + include + _goto(instructions, merged=False)
-    files["cases_goto_merged.c"] = HEADER + include + _goto(instructions, merged=True)
-    files["cases_tailcall.c"] = HEADER + include + _tailcall(instructions)
+    makers = {"opcodes.h": lambda: _opcodes_h(instructions, errors),
+              "cases_switch.c": lambda: HEADER + include + _switch(instructions),
+              "cases_goto.c": lambda: HEADER + include + _goto(instructions, merged=False),
+              "cases_goto_merged.c": lambda: HEADER + include + _goto(instructions, merged=True),
+              "cases_tailcall.c": lambda: HEADER + include + _tailcall(instructions)}
     for k in range(1, CACHE_MAX + 1):
-        files[cases_file("tailcall", k)] = HEADER + include + _tailcall_cached(instructions, k)
-    return files
+        makers[cases_file("tailcall", k)] = (
+            lambda k=k: HEADER + include + _tailcall_cached(instructions, k))
+    return {name: make() for name, make in makers.items() if only is None or name in only}
 
 
 def stale_files(directory: Path = GENERATED) -> list[str]:
