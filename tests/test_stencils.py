@@ -157,6 +157,22 @@ def test_a_hole_the_compiler_does_not_fill_is_a_compile_error(monkeypatch, count
             compile_trace(trace, ctx, None)
 
 
+@pytest.mark.parametrize("distance", [1 << 20, 3 << 30])
+def test_an_exit_links_only_to_a_trace_within_rel32_reach(distance):
+    # a sanitizer's allocator once placed two traces more than 2 GiB apart: the
+    # exit must then stay a crossing, not fail the compile
+    code = [(OP["NOP"], 0), (OP["NOP"], 0), (OP["HALT"], 0)]
+    trace = Trace(0, [TraceOp(0, OP["NOP"], 0, "NOP")], closed=False, end_pc=1)
+    base = 0x5550_0000_0000
+    for mode in modes.JIT:
+        ctx = Context(mode, 0x10000, [], code, [0x20000] * isa.NUM_OPCODES, heat=0x30000,
+                      rec_table=0x40000, traces_at={1: base + distance})
+        sized = compile_trace(trace, ctx, None)
+        placed = compile_trace(trace, ctx, base)
+        assert len(placed.code) == len(sized.code)
+        assert placed.linked == [distance < (1 << 31)], mode
+
+
 def test_a_trace_naming_a_missing_stencil_is_a_compile_error():
     code, _ = _nop_loop_trace()
     trace = Trace(0, [TraceOp(0, OP["NOP"], 0, "NOP:nonesuch"),
