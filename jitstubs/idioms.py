@@ -1,10 +1,12 @@
 """Stencils of the BF idiom instructions (--bf-opt 1): cells at an offset from
-the head, a multiply loop's step and a scan.  Each checks its cell against the
-tape and deopts when it is outside, so the interpreter reports the error; a
-deopt changes nothing (a scan moves the head only once it has found its cell).
+the head, a multiply loop's step, a scan, two adds in one and the move fused
+into a loop test.  Each checks its cell against the tape and deopts when it
+is outside, so the interpreter reports the error; a deopt changes nothing (a
+scan moves the head only once it has found its cell, CELL_ADD2_AT checks
+both cells before it adds to either).
 """
-from peachpy.x86_64 import (ADD, CMP, IMUL, LEA, MOV, MOVZX, SUB, TEST, al, byte, dl, eax, edx,
-                            qword, rax, rcx)
+from peachpy.x86_64 import (ADD, CDQE, CMOVB, CMP, IMUL, LEA, MOV, MOVZX, ROR, SAR, SHL, SUB, TEST, al,
+                            byte, dl, eax, edx, qword, r8, rax, rcx)
 
 from .asm import addend, low32, stencil, vm_offset
 
@@ -56,3 +58,62 @@ def scan(a, r):
     a.jmp("loop")
     a.label("done")
     a(MOV(r.head, rcx))
+
+
+def _pos(a, r):
+    """rax (a signed cell offset) becomes the cell's position on the tape (unchecked)."""
+    a(CDQE(), ADD(rax, r.head), SUB(rax, qword[r.vm + vm_offset("tape")]))
+
+
+@stencil("CELL_ADD2_AT")
+def cell_add2_at(a, r):
+    """two adds at offsets (operand: offset a, byte a, offset b, byte b, a byte each);
+    one check of the farther position on the tape"""
+    a(MOV(edx, low32(a.hole("oparg"))))
+    a(MOV(eax, edx), SHL(eax, 16), SAR(eax, 24))          # offset b
+    _pos(a, r)
+    a(MOV(rcx, rax))
+    a(MOV(eax, edx), SAR(eax, 24))                        # offset a
+    _pos(a, r)
+    a(MOV(r8, rax), CMP(r8, rcx), CMOVB(r8, rcx), CMP(r8, qword[r.vm + vm_offset("tape_len")]))
+    a.jcc_hole("ae", "deopt")                            # unsigned: either off the tape
+    a(ADD(rax, qword[r.vm + vm_offset("tape")]), ADD(rcx, qword[r.vm + vm_offset("tape")]))
+    a(ROR(edx, 16), ADD(byte[rax], dl), ROR(edx, 16), ADD(byte[rcx], dl))
+
+
+def _move(a, r):
+    """the head moves by the "cell" operand, or deopts (head unmoved) off the tape"""
+    a(LEA(rax, [r.head + addend(a.hole("cell"))]), MOV(rcx, rax),
+      SUB(rcx, qword[r.vm + vm_offset("tape")]), CMP(rcx, qword[r.vm + vm_offset("tape_len")]))
+    a.jcc_hole("ae", "deopt")
+    a(MOV(r.head, rax), CMP(byte[rax], 0))
+
+
+def _move_guard(cc):
+    def emit(a, r):
+        _move(a, r)
+        a.jcc_hole(cc, "branch")
+    return emit
+
+
+# the move and the loop test in one (MOVE then JUMP_IF_CELL_ZERO or LOOP_IF_CELL)
+stencil("MOVE_JUMP_IF_CELL_ZERO:taken", "move; leave unless the cell is zero")(_move_guard("ne"))
+stencil("MOVE_JUMP_IF_CELL_ZERO:fallthrough", "move; leave if the cell is zero")(_move_guard("e"))
+stencil("MOVE_LOOP_IF_CELL:fallthrough", "move; leave if the cell is non-zero")(_move_guard("ne"))
+stencil("MOVE_LOOP_IF_CELL:taken", "move; leave past the loop if the cell is zero")(
+    _move_guard("e"))
+
+
+@stencil("MOVE_LOOP_IF_CELL:close")
+def move_loop_close(a, r):
+    """move; back to the start while the cell is non-zero, else leave past the loop"""
+    _move(a, r)
+    a.jcc_hole("ne", "loop")
+    a.jmp_hole("branch")
+
+
+@stencil("MOVE_LOOP_IF_CELL:inner")
+def move_loop_inner(a, r):
+    """move; an inner loop's back-edge while the cell is non-zero"""
+    _move(a, r)
+    a.jcc_hole("ne", "loop")

@@ -147,6 +147,8 @@ def test_table_is_consistent():
     assert len(isa.BY_NAME) == isa.NUM_OPCODES
     for ins in isa.INSTRUCTIONS:
         if isa.is_backedge(ins):
-            assert ins.operand is isa.Operand.BACKWARD
-        if ins.operand is isa.Operand.FORWARD:
+            assert ins.operand in (isa.Operand.BACKWARD, isa.Operand.BACKWARD_MOVE)
+        if ins.operand in (isa.Operand.FORWARD, isa.Operand.FORWARD_MOVE):
             assert ins.flow in (isa.Flow.JUMP, isa.Flow.BRANCH)
+        if ins.operand is isa.Operand.BACKWARD_MOVE:
+            assert isa.is_backedge(ins)

@@ -10,7 +10,7 @@ const void *sl_handler_addrs[SL_NUM_OPCODES];
     for (int i_ = 0; i_ < SL_NUM_OPCODES; i_++) sl_handler_addrs[i_] = sl_labels[i_]
 
 int sl_interpret(sl_vm *vm) {
-    static const void *const sl_labels[SL_NUM_OPCODES] = {&&L_NOP, &&L_HALT, &&L_LOAD_INT, &&L_LOAD_CONST, &&L_LOAD_LOCAL, &&L_STORE_LOCAL, &&L_POP, &&L_DUP, &&L_ADD, &&L_SUB, &&L_MUL, &&L_FLOORDIV, &&L_MOD, &&L_LSHIFT, &&L_RSHIFT, &&L_AND, &&L_OR, &&L_XOR, &&L_LT, &&L_LE, &&L_EQ, &&L_NE, &&L_GT, &&L_GE, &&L_NEG, &&L_INVERT, &&L_NOT, &&L_JUMP, &&L_JUMP_IF_FALSE, &&L_JUMP_IF_TRUE, &&L_LOOP, &&L_CALL, &&L_RETURN, &&L_PRINT, &&L_PRINT_BYTE, &&L_CELL_ADD, &&L_CELL_ZERO, &&L_MOVE, &&L_CELL_OUT, &&L_CELL_IN, &&L_JUMP_IF_CELL_ZERO, &&L_LOOP_IF_CELL, &&L_CELL_ADD_AT, &&L_CELL_SET_AT, &&L_CELL_MULADD, &&L_SCAN};
+    static const void *const sl_labels[SL_NUM_OPCODES] = {&&L_NOP, &&L_HALT, &&L_LOAD_INT, &&L_LOAD_CONST, &&L_LOAD_LOCAL, &&L_STORE_LOCAL, &&L_POP, &&L_DUP, &&L_ADD, &&L_SUB, &&L_MUL, &&L_FLOORDIV, &&L_MOD, &&L_LSHIFT, &&L_RSHIFT, &&L_AND, &&L_OR, &&L_XOR, &&L_LT, &&L_LE, &&L_EQ, &&L_NE, &&L_GT, &&L_GE, &&L_NEG, &&L_INVERT, &&L_NOT, &&L_JUMP, &&L_JUMP_IF_FALSE, &&L_JUMP_IF_TRUE, &&L_LOOP, &&L_CALL, &&L_RETURN, &&L_PRINT, &&L_PRINT_BYTE, &&L_CELL_ADD, &&L_CELL_ZERO, &&L_MOVE, &&L_CELL_OUT, &&L_CELL_IN, &&L_JUMP_IF_CELL_ZERO, &&L_LOOP_IF_CELL, &&L_CELL_ADD_AT, &&L_CELL_SET_AT, &&L_CELL_MULADD, &&L_SCAN, &&L_MOVE_JUMP_IF_CELL_ZERO, &&L_MOVE_LOOP_IF_CELL, &&L_CELL_ADD2_AT};
     if (!vm->code) { SL_EXPORT_HANDLERS(); return 0; }
     const sl_instr *ip = vm->ip;
     int64_t *sp = vm->sp, *fp = vm->fp;
@@ -20,7 +20,7 @@ sl_dispatch:
     {
         const void *target_ = sl_labels[ip->op];
 #if defined(__clang__)
-        __asm__ goto("jmp *%0" : : "r"(target_) : : L_NOP, L_HALT, L_LOAD_INT, L_LOAD_CONST, L_LOAD_LOCAL, L_STORE_LOCAL, L_POP, L_DUP, L_ADD, L_SUB, L_MUL, L_FLOORDIV, L_MOD, L_LSHIFT, L_RSHIFT, L_AND, L_OR, L_XOR, L_LT, L_LE, L_EQ, L_NE, L_GT, L_GE, L_NEG, L_INVERT, L_NOT, L_JUMP, L_JUMP_IF_FALSE, L_JUMP_IF_TRUE, L_LOOP, L_CALL, L_RETURN, L_PRINT, L_PRINT_BYTE, L_CELL_ADD, L_CELL_ZERO, L_MOVE, L_CELL_OUT, L_CELL_IN, L_JUMP_IF_CELL_ZERO, L_LOOP_IF_CELL, L_CELL_ADD_AT, L_CELL_SET_AT, L_CELL_MULADD, L_SCAN);
+        __asm__ goto("jmp *%0" : : "r"(target_) : : L_NOP, L_HALT, L_LOAD_INT, L_LOAD_CONST, L_LOAD_LOCAL, L_STORE_LOCAL, L_POP, L_DUP, L_ADD, L_SUB, L_MUL, L_FLOORDIV, L_MOD, L_LSHIFT, L_RSHIFT, L_AND, L_OR, L_XOR, L_LT, L_LE, L_EQ, L_NE, L_GT, L_GE, L_NEG, L_INVERT, L_NOT, L_JUMP, L_JUMP_IF_FALSE, L_JUMP_IF_TRUE, L_LOOP, L_CALL, L_RETURN, L_PRINT, L_PRINT_BYTE, L_CELL_ADD, L_CELL_ZERO, L_MOVE, L_CELL_OUT, L_CELL_IN, L_JUMP_IF_CELL_ZERO, L_LOOP_IF_CELL, L_CELL_ADD_AT, L_CELL_SET_AT, L_CELL_MULADD, L_SCAN, L_MOVE_JUMP_IF_CELL_ZERO, L_MOVE_LOOP_IF_CELL, L_CELL_ADD2_AT);
         __builtin_unreachable();
 #else
         /* gcc allows 30 asm operands; build.py passes
@@ -255,6 +255,21 @@ L_CELL_MULADD: {
 L_SCAN: {
     int32_t oparg = ip->arg; (void)oparg;
     while (*HEAD) MOVE_HEAD(ARG);
+    ip += 1; DISPATCH();
+}
+L_MOVE_JUMP_IF_CELL_ZERO: {
+    int32_t oparg = ip->arg; (void)oparg;
+    MOVE_HEAD(ARG >> 8); if (*HEAD == 0) JUMPBY(ARG & 0xFF);
+    ip += 1; DISPATCH();
+}
+L_MOVE_LOOP_IF_CELL: {
+    int32_t oparg = ip->arg; (void)oparg;
+    MOVE_HEAD(ARG >> 8); if (*HEAD != 0) BACKEDGE(-(ARG & 0xFF));
+    ip += 1; DISPATCH();
+}
+L_CELL_ADD2_AT: {
+    int32_t oparg = ip->arg; (void)oparg;
+    TAPE_AT(p_, ARG >> 24); TAPE_AT(q_, (int8_t)(ARG >> 8)); *p_ = (uint8_t)((uint32_t)*p_ + ((uint32_t)ARG >> 16)); *q_ = (uint8_t)((uint32_t)*q_ + (uint32_t)ARG);
     ip += 1; DISPATCH();
 }
 }

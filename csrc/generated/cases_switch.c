@@ -246,6 +246,21 @@ sl_dispatch:
         while (*HEAD) MOVE_HEAD(ARG);
         ip += 1; DISPATCH();
     }
+    case SL_OP_MOVE_JUMP_IF_CELL_ZERO: {
+        int32_t oparg = ip->arg; (void)oparg;
+        MOVE_HEAD(ARG >> 8); if (*HEAD == 0) JUMPBY(ARG & 0xFF);
+        ip += 1; DISPATCH();
+    }
+    case SL_OP_MOVE_LOOP_IF_CELL: {
+        int32_t oparg = ip->arg; (void)oparg;
+        MOVE_HEAD(ARG >> 8); if (*HEAD != 0) BACKEDGE(-(ARG & 0xFF));
+        ip += 1; DISPATCH();
+    }
+    case SL_OP_CELL_ADD2_AT: {
+        int32_t oparg = ip->arg; (void)oparg;
+        TAPE_AT(p_, ARG >> 24); TAPE_AT(q_, (int8_t)(ARG >> 8)); *p_ = (uint8_t)((uint32_t)*p_ + ((uint32_t)ARG >> 16)); *q_ = (uint8_t)((uint32_t)*q_ + (uint32_t)ARG);
+        ip += 1; DISPATCH();
+    }
     default:
         FAIL(SL_ERR_BAD_OPCODE);
     }

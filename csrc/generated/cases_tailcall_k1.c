@@ -103,6 +103,9 @@ SL_PRESERVE_NONE int sl_op_CELL_ADD_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, ta
 SL_PRESERVE_NONE int sl_op_CELL_SET_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
 SL_PRESERVE_NONE int sl_op_CELL_MULADD(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
 SL_PRESERVE_NONE int sl_op_SCAN(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
+SL_PRESERVE_NONE int sl_op_MOVE_JUMP_IF_CELL_ZERO(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
+SL_PRESERVE_NONE int sl_op_MOVE_LOOP_IF_CELL(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
+SL_PRESERVE_NONE int sl_op_CELL_ADD2_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
 
 #ifdef SL_JIT   /* the JIT modes: hot counters, recorder, ENTER_JIT */
 #include "../jit_interp.h"
@@ -157,6 +160,9 @@ static sl_handler *const sl_table[SL_NUM_OPCODES + SL_JIT_OPS] = {
     sl_op_CELL_SET_AT,
     sl_op_CELL_MULADD,
     sl_op_SCAN,
+    sl_op_MOVE_JUMP_IF_CELL_ZERO,
+    sl_op_MOVE_LOOP_IF_CELL,
+    sl_op_CELL_ADD2_AT,
 #ifdef SL_JIT
     sl_op_ENTER_JIT,
 #endif
@@ -602,6 +608,30 @@ SL_PRESERVE_NONE int sl_op_CELL_MULADD(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, ta
 SL_PRESERVE_NONE int sl_op_SCAN(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS) {
     int32_t oparg = ip->arg; (void)oparg;
     while (*HEAD) MOVE_HEAD(ARG);
+    ip += 1; DISPATCH();
+}
+#undef SL_FLUSH
+
+#define SL_FLUSH() ((void)0)
+SL_PRESERVE_NONE int sl_op_MOVE_JUMP_IF_CELL_ZERO(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS) {
+    int32_t oparg = ip->arg; (void)oparg;
+    MOVE_HEAD(ARG >> 8); if (*HEAD == 0) JUMPBY(ARG & 0xFF);
+    ip += 1; DISPATCH();
+}
+#undef SL_FLUSH
+
+#define SL_FLUSH() ((void)0)
+SL_PRESERVE_NONE int sl_op_MOVE_LOOP_IF_CELL(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS) {
+    int32_t oparg = ip->arg; (void)oparg;
+    MOVE_HEAD(ARG >> 8); if (*HEAD != 0) BACKEDGE(-(ARG & 0xFF));
+    ip += 1; DISPATCH();
+}
+#undef SL_FLUSH
+
+#define SL_FLUSH() ((void)0)
+SL_PRESERVE_NONE int sl_op_CELL_ADD2_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS) {
+    int32_t oparg = ip->arg; (void)oparg;
+    TAPE_AT(p_, ARG >> 24); TAPE_AT(q_, (int8_t)(ARG >> 8)); *p_ = (uint8_t)((uint32_t)*p_ + ((uint32_t)ARG >> 16)); *q_ = (uint8_t)((uint32_t)*q_ + (uint32_t)ARG);
     ip += 1; DISPATCH();
 }
 #undef SL_FLUSH

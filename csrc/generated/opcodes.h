@@ -49,7 +49,10 @@ enum sl_opcode {
     SL_OP_CELL_SET_AT = 43,  /* set the cell at head + (ARG >> 8) to the low byte of ARG */
     SL_OP_CELL_MULADD = 44,  /* a multiply loop's step: add the current cell times the low byte of ARG to the cell at head + (ARG >> 8) (nothing, no bounds check, when the current cell is 0) */
     SL_OP_SCAN = 45,  /* BF [>] and kin: move the head by ARG until the current cell is zero */
-    SL_NUM_OPCODES = 46
+    SL_OP_MOVE_JUMP_IF_CELL_ZERO = 46,  /* MOVE by ARG >> 8, then BF '[': jump forward by the low byte if the cell is zero */
+    SL_OP_MOVE_LOOP_IF_CELL = 47,  /* MOVE by ARG >> 8, then BF ']': back by the low byte while the cell is non-zero */
+    SL_OP_CELL_ADD2_AT = 48,  /* two CELL_ADD_AT in one: add byte 2 of ARG at head + (int8) byte 3, then byte 0 at head + (int8) byte 1 (both cells checked first) */
+    SL_NUM_OPCODES = 49
 };
 
 enum sl_status {
@@ -62,6 +65,6 @@ enum sl_status {
     SL_ERR_BAD_OPCODE = 6,  /* invalid opcode reached the interpreter */
 };
 
-static const unsigned char sl_op_is_jump[SL_NUM_OPCODES] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0};
+static const unsigned char sl_op_is_jump[SL_NUM_OPCODES] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 2, 3, 0};
 
 #endif

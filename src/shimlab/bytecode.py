@@ -141,10 +141,16 @@ def format_operand(program: Program, pc: int, ins: isa.Instr, arg: int) -> str:
     kind = ins.operand
     if ins.name in isa.PACKED_CELL:
         return f"cell {arg >> 8:+d}, {arg & 0xFF}"
+    if ins.name == "CELL_ADD2_AT":
+        off_a, byte_a, off_b, byte_b = isa.unpack_add2(arg)
+        return f"cell {off_a:+d}, {byte_a}; cell {off_b:+d}, {byte_b}"
     if kind is Operand.NONE:
         return ""
     if kind in (Operand.FORWARD, Operand.BACKWARD):
         return f"{arg:+d} (to {pc + arg})"
+    if kind in isa.PACKED_MOVE_JUMP:
+        disp = isa.jump_disp(ins, arg)
+        return f"move {arg >> 8:+d}, {disp:+d} (to {pc + disp})"
     if kind is Operand.CONST:
         if 0 <= arg < len(program.consts):
             return f"{arg} ({program.consts[arg]})"
@@ -165,7 +171,7 @@ def disassemble(program: Program) -> str:
     targets = set()
     for pc, (op, arg) in enumerate(program.code):
         if 0 <= op < isa.NUM_OPCODES and isa.is_jump(isa.INSTRUCTIONS[op]):
-            targets.add(pc + arg)
+            targets.add(pc + isa.jump_disp(isa.INSTRUCTIONS[op], arg))
     lines = []
     for pc, (op, arg) in enumerate(program.code):
         if pc in entries:

@@ -27,6 +27,34 @@ def pack_cell(offset: int, value: int) -> int:
     return (offset << 8) | (value & 0xFF)
 
 
+MOVE_JUMP_MAX = 0xFF               # the fused move-and-test's displacement is one byte
+
+
+def pack_move_jump(move: int, disp: int) -> int:
+    """The operand of MOVE_JUMP_IF_CELL_ZERO (disp > 0) and MOVE_LOOP_IF_CELL (disp <= 0)."""
+    if not -CELL_OFFSET_MAX - 1 <= move <= CELL_OFFSET_MAX:
+        raise ValueError(f"move {move} does not fit 24 bits")
+    if not abs(disp) <= MOVE_JUMP_MAX:
+        raise ValueError(f"jump {disp} does not fit a byte")
+    return (move << 8) | abs(disp)
+
+
+def pack_add2(off_a: int, byte_a: int, off_b: int, byte_b: int) -> int:
+    """The operand of CELL_ADD2_AT: two (signed 8-bit offset, byte) pairs,
+    a in the high half, b in the low."""
+    for off in (off_a, off_b):
+        if not -128 <= off <= 127:
+            raise ValueError(f"cell offset {off} does not fit 8 bits")
+    x = ((off_a & 0xFF) << 24) | ((byte_a & 0xFF) << 16) | ((off_b & 0xFF) << 8) | (byte_b & 0xFF)
+    return x - (1 << 32) if x >> 31 else x
+
+
+def unpack_add2(arg: int) -> tuple[int, int, int, int]:
+    """(offset a, byte a, offset b, byte b) of a CELL_ADD2_AT operand."""
+    off_b = (arg >> 8) & 0xFF
+    return arg >> 24, (arg >> 16) & 0xFF, off_b - 256 if off_b > 127 else off_b, arg & 0xFF
+
+
 def wrap64(x: int) -> int:
     """Two's-complement wrap: VM integers are int64 and overflow wraps."""
     x &= (1 << 64) - 1
@@ -41,6 +69,11 @@ class Operand(enum.Enum):
     FORWARD = "forward"  # relative displacement to a later instruction (> 0)
     BACKWARD = "backward"  # relative displacement to an earlier-or-same instruction (<= 0)
     FUNC = "func"        # index into the program's function table
+    # BF's fused move-and-test (--bf-opt 1): a signed 24-bit move above an
+    # 8-bit jump displacement (pack_move_jump); FORWARD_MOVE jumps by the low
+    # byte (> 0), BACKWARD_MOVE by minus the low byte (<= 0)
+    FORWARD_MOVE = "forward_move"
+    BACKWARD_MOVE = "backward_move"
 
 
 class Flow(enum.Enum):
@@ -255,7 +288,37 @@ _def("SCAN", Operand.IMM, 0, 0, Flow.NEXT, "while (*HEAD) MOVE_HEAD(ARG);",
      "BF [>] and kin: move the head by ARG until the current cell is zero",
      lambda s, arg: s.scan(arg))
 
+def _add2(s, arg):
+    off_a, byte_a, off_b, byte_b = unpack_add2(arg)
+    s.cell_add_at(off_a, 0)              # both cells checked (a, then b) before either add
+    s.cell_add_at(off_b, 0)
+    s.cell_add_at(off_a, byte_a)
+    s.cell_add_at(off_b, byte_b)
+
+
+# Fusions made by the BF front end's last pass at --bf-opt 1: a MOVE with the
+# loop test after it (the head moves, bounds-checked like MOVE, then the cell
+# there is tested), and two adds at offsets (both cells checked like
+# CELL_ADD_AT, a then b, before either add: all or nothing, so a JIT stencil
+# that deopts and the interpreter that runs it again agree).
+_def("MOVE_JUMP_IF_CELL_ZERO", Operand.FORWARD_MOVE, 0, 0, Flow.BRANCH,
+     "MOVE_HEAD(ARG >> 8); if (*HEAD == 0) JUMPBY(ARG & 0xFF);",
+     "MOVE by ARG >> 8, then BF '[': jump forward by the low byte if the cell is zero",
+     lambda s, arg: (s.move(arg >> 8), s.pc + (arg & 0xFF) if s.cell() == 0 else None)[1])
+_def("MOVE_LOOP_IF_CELL", Operand.BACKWARD_MOVE, 0, 0, Flow.BACKEDGE_BRANCH,
+     "MOVE_HEAD(ARG >> 8); if (*HEAD != 0) BACKEDGE(-(ARG & 0xFF));",
+     "MOVE by ARG >> 8, then BF ']': back by the low byte while the cell is non-zero",
+     lambda s, arg: (s.move(arg >> 8), s.pc - (arg & 0xFF) if s.cell() != 0 else None)[1])
+_def("CELL_ADD2_AT", Operand.IMM, 0, 0, Flow.NEXT,
+     "TAPE_AT(p_, ARG >> 24); TAPE_AT(q_, (int8_t)(ARG >> 8)); "
+     "*p_ = (uint8_t)((uint32_t)*p_ + ((uint32_t)ARG >> 16)); "
+     "*q_ = (uint8_t)((uint32_t)*q_ + (uint32_t)ARG);",
+     "two CELL_ADD_AT in one: add byte 2 of ARG at head + (int8) byte 3, then byte 0 "
+     "at head + (int8) byte 1 (both cells checked first)",
+     _add2)
+
 PACKED_CELL = frozenset({"CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD"})
+PACKED_MOVE_JUMP = frozenset({Operand.FORWARD_MOVE, Operand.BACKWARD_MOVE})
 
 BY_NAME: dict[str, Instr] = {ins.name: ins for ins in INSTRUCTIONS}
 OPCODE: dict[str, int] = {ins.name: i for i, ins in enumerate(INSTRUCTIONS)}
@@ -267,7 +330,17 @@ def opcode(name: str) -> int:
 
 
 def is_jump(ins: Instr) -> bool:
-    return ins.operand in (Operand.FORWARD, Operand.BACKWARD)
+    return ins.operand in (Operand.FORWARD, Operand.BACKWARD, Operand.FORWARD_MOVE,
+                           Operand.BACKWARD_MOVE)
+
+
+def jump_disp(ins: Instr, arg: int) -> int:
+    """How far a jump instruction jumps (its target is pc + this)."""
+    if ins.operand is Operand.FORWARD_MOVE:
+        return arg & 0xFF
+    if ins.operand is Operand.BACKWARD_MOVE:
+        return -(arg & 0xFF)
+    return arg
 
 
 def is_backedge(ins: Instr) -> bool:

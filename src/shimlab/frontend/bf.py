@@ -10,6 +10,7 @@ the source: instructions are shared tuples and positions 8-byte offsets.
 from __future__ import annotations
 
 import re
+from array import array
 
 from .. import isa
 from ..bytecode import Function, Program, SourcePositions
@@ -100,10 +101,23 @@ class Emitter:
 # / CELL_SET_AT and one MOVE.  At ']' a loop whose body is one block becomes
 # an idiom: a body that only moves is SCAN; a body that moves nowhere and
 # steps its counter by -1 or +1 adds factor * counter to each other cell it
-# touches (CELL_MULADD, exact on 8-bit cells) and clears the counter.
+# touches (CELL_MULADD, exact on 8-bit cells) and clears the counter.  A last
+# pass (Optimizing.fuse) puts each remaining MOVE into the loop test after it
+# and pairs up adds at offsets.
 
 CELL_ADD_AT, CELL_SET_AT = isa.OPCODE["CELL_ADD_AT"], isa.OPCODE["CELL_SET_AT"]
 CELL_MULADD, SCAN = isa.OPCODE["CELL_MULADD"], isa.OPCODE["SCAN"]
+MOVE_OPEN, MOVE_CLOSE = isa.OPCODE["MOVE_JUMP_IF_CELL_ZERO"], isa.OPCODE["MOVE_LOOP_IF_CELL"]
+CELL_ADD2_AT = isa.OPCODE["CELL_ADD2_AT"]
+_JUMPS = (OPEN, CLOSE)          # the jumps level 1 emits before its last pass (pc + arg)
+_ADDS = (CELL_ADD, CELL_ADD_AT)
+
+
+def _add_pair(op: int, arg: int) -> tuple[int, int]:
+    """(offset, byte) of a CELL_ADD or CELL_ADD_AT."""
+    return (0, arg & 0xFF) if op == CELL_ADD else (arg >> 8, arg & 0xFF)
+
+
 # A block's offsets stay well inside the packed operand's 24 bits.
 _FAR = isa.CELL_OFFSET_MAX // 2
 
@@ -205,6 +219,63 @@ class Optimizing(Emitter):
     def finish(self, at):
         self.flush()
         super().finish(at)
+        self.fuse()
+
+    def fuse(self) -> None:
+        """The last pass: a MOVE and the loop test after it become one
+        MOVE_JUMP_IF_CELL_ZERO or MOVE_LOOP_IF_CELL (the jump one byte), and
+        two adds in a row at offsets within a signed byte one CELL_ADD2_AT;
+        never across a jump target.  Jumps are then displaced anew (fusing
+        only shortens them, so a jump that fitted a byte before still does)."""
+        code, offs = self.code, self.positions.offsets
+        n = len(code)
+        targets = bytearray(n + 1)
+        for pc, (op, arg) in enumerate(code):
+            if op in _JUMPS:
+                targets[pc + arg] = 1
+        new, new_offs, jumps = [], array("q"), []       # jumps: (new pc, old target)
+        newpc = [0] * (n + 1)
+        share = self._share
+        i = 0
+        while i < n:
+            op, arg = code[i]
+            newpc[i] = len(new)
+            nop = code[i + 1][0] if i + 1 < n else -1
+            if op == MOVE and (nop == OPEN or nop == CLOSE) and not targets[i + 1] \
+                    and abs(code[i + 1][1]) < isa.MOVE_JUMP_MAX \
+                    and -isa.CELL_OFFSET_MAX - 1 <= arg <= isa.CELL_OFFSET_MAX:
+                jumps.append((len(new), i + 1 + code[i + 1][1]))
+                fused = MOVE_OPEN if nop == OPEN else MOVE_CLOSE
+                new.append((fused, arg))                # the jump is filled in below
+                new_offs.append(offs[i])
+                newpc[i + 1] = newpc[i]
+                i += 2
+                continue
+            if op in _ADDS and nop in _ADDS and not targets[i + 1]:
+                a, b = _add_pair(op, arg), _add_pair(*code[i + 1])
+                if -128 <= a[0] <= 127 and -128 <= b[0] <= 127:
+                    key = (CELL_ADD2_AT, isa.pack_add2(*a, *b))
+                    new.append(share(key, key))
+                    new_offs.append(offs[i])
+                    newpc[i + 1] = newpc[i]
+                    i += 2
+                    continue
+            if op in _JUMPS:
+                jumps.append((len(new), i + arg))
+            new.append(code[i])
+            new_offs.append(offs[i])
+            i += 1
+        newpc[n] = len(new)
+        for pc, old_target in jumps:
+            op, arg = new[pc]
+            disp = newpc[old_target] - pc
+            if op == MOVE_OPEN or op == MOVE_CLOSE:
+                key = (op, isa.pack_move_jump(arg, disp))
+            else:
+                key = (op, disp)
+            new[pc] = share(key, key)
+        code[:] = new
+        offs[:] = new_offs
 
 
 def compile_source(source: str, filename: str = "<bf>", opt: int = 0) -> Program:

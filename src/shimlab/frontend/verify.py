@@ -53,7 +53,9 @@ def verify(program: Program) -> Program:
 _POPS = [ins.pops for ins in isa.INSTRUCTIONS]
 _PUSHES = [ins.pushes for ins in isa.INSTRUCTIONS]
 _FALLS = [isa.falls_through(ins) for ins in isa.INSTRUCTIONS]
-_JUMPS = [isa.is_jump(ins) for ins in isa.INSTRUCTIONS]
+# True for a plain displacement, "packed" for the fused move-and-test (isa.jump_disp)
+_JUMPS = [("packed" if ins.operand in isa.PACKED_MOVE_JUMP else True) if isa.is_jump(ins)
+          else False for ins in isa.INSTRUCTIONS]
 _FLOWS = [ins.flow for ins in isa.INSTRUCTIONS]
 # no operand to range-check and ordinary flow: the common case
 _PLAIN = [ins.operand in (Operand.NONE, Operand.IMM) and ins.flow is Flow.NEXT
@@ -88,6 +90,14 @@ def _check_operands(program: Program, index: int, start: int, end: int) -> None:
         if kind is Operand.BACKWARD and not (arg <= 0 and pc + arg >= start):
             raise _fail(program, pc, f"{ins.name}: backward jump to {pc + arg} outside "
                         f"{start}..{pc} (function {f.name})")
+        if kind in isa.PACKED_MOVE_JUMP:
+            disp = isa.jump_disp(ins, arg)
+            if kind is Operand.FORWARD_MOVE and not (disp > 0 and pc + disp < end):
+                raise _fail(program, pc, f"{ins.name}: forward jump to {pc + disp} outside "
+                            f"{pc + 1}..{end - 1} (function {f.name})")
+            if kind is Operand.BACKWARD_MOVE and not pc + disp >= start:
+                raise _fail(program, pc, f"{ins.name}: backward jump to {pc + disp} outside "
+                            f"{start}..{pc} (function {f.name})")
         if ins.flow is Flow.RETURN and index == 0:
             raise _fail(program, pc, "RETURN outside a function")
         if ins.flow is Flow.HALT and index != 0:
@@ -130,7 +140,9 @@ def _stack_depths(program: Program, index: int, start: int, end: int) -> int:
             if flow is halt and d != 0:
                 raise _fail(program, pc, f"HALT with stack depth {d} (must be 0)")
             if jumps[op]:
-                _merge(program, depth, work, start, pc, pc + arg, after)
+                _merge(program, depth, work, start, pc,
+                       pc + (arg if jumps[op] is True else isa.jump_disp(isa.INSTRUCTIONS[op], arg)),
+                       after)
             if not falls[op]:
                 break
             known = depth[pc + 1 - start]

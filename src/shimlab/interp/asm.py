@@ -40,7 +40,8 @@ OPERAND, CONSTS = "r9", "r10"
 WINDOW = 32
 
 
-def _handler_asm(name: str, regs: jasm.Regs, count_offset: int | None):
+def _handler_asm(name: str, regs: jasm.Regs, count_offset: int | None,
+                 operand: isa.Operand | None = None):
     """An Asm whose holes read the operand, whose deopt exit is the C handler
     and whose `branch` exit is the taken path of a conditional jump."""
     from peachpy import x86_64 as x
@@ -114,8 +115,13 @@ def _handler_asm(name: str, regs: jasm.Regs, count_offset: int | None):
             self.jump_through_table()
 
         def jump_by_operand(self):
-            self(x.MOVSXD(opnd, x.dword[IP + contract.OPARG_OFFSET]),
-                 x.MOVSXD(x.rax, x.dword[IP + opnd * contract.INSTR_SIZE]),
+            if operand in isa.PACKED_MOVE_JUMP:     # the low byte, forward or backward
+                self(x.MOVZX(opnd.as_dword, x.byte[IP + contract.OPARG_OFFSET]))
+                if operand is isa.Operand.BACKWARD_MOVE:
+                    self(x.NEG(opnd))
+            else:
+                self(x.MOVSXD(opnd, x.dword[IP + contract.OPARG_OFFSET]))
+            self(x.MOVSXD(x.rax, x.dword[IP + opnd * contract.INSTR_SIZE]),
                  x.LEA(IP, [IP + opnd * contract.INSTR_SIZE]))
             self.jump_through_table()
 
@@ -143,7 +149,7 @@ def _stencil_for(ins: isa.Instr, registry: dict) -> str | None:
 def handler(ins: isa.Instr, registry: dict, regs: jasm.Regs, count_offset) -> tuple[bytes, list]:
     """(code, holes) of the asm handler of `ins`; deopt holes are rel32 jumps
     to the C handler, for the assembler to resolve."""
-    a = _handler_asm(ins.name, regs, count_offset)
+    a = _handler_asm(ins.name, regs, count_offset, ins.operand)
     if ins.flow in (Flow.JUMP, Flow.BACKEDGE):      # always taken: ip += arg
         a.jump_by_operand()
     else:

@@ -74,7 +74,11 @@ def _opcodes_h(instructions: Sequence[isa.Instr], errors: Iterable[isa.Error]) -
         if int(err) != 0:
             out.append(f"    SL_ERR_{err.name} = {int(err)},  /* {err.message} */\n")
     out.append("};\n\n")
-    flags = ", ".join("1" if isa.is_jump(ins) else "0" for ins in instructions)
+    # 1: jumps by ARG; 2 and 3: by the low byte of ARG, forward and backward
+    # (the fused move-and-test, isa.jump_disp)
+    kinds = {isa.Operand.FORWARD_MOVE: "2", isa.Operand.BACKWARD_MOVE: "3"}
+    flags = ", ".join(kinds.get(ins.operand, "1") if isa.is_jump(ins) else "0"
+                      for ins in instructions)
     out.append(f"static const unsigned char sl_op_is_jump[SL_NUM_OPCODES] = {{{flags}}};\n\n")
     out.append("#endif\n")
     return "".join(out)
