@@ -320,13 +320,19 @@ def test_every_exit_stub_has_a_variant_that_reloads_k_values():
     st = stencils.load()
     names = {n for m in modes.JIT for n in (modes.get(m).exit_stencil,
                                             modes.get(m).count_exit_stencil)}
-    names |= {"exit:direct-handler", "exit:direct-handler:far"}
-    sp = contract.STATE["sp"]
+    names |= {n for m in modes.JIT for n in (modes.get(m).handler_exit_stencil,
+                                             modes.get(m).handler_exit_stencil + ":far")}
+    order = {n: modes.get(m).trace_order for m in modes.JIT
+             for n in (modes.get(m).exit_stencil, modes.get(m).count_exit_stencil,
+                       modes.get(m).handler_exit_stencil,
+                       modes.get(m).handler_exit_stencil + ":far")}
     for k in range(1, generate.CACHE_MAX + 1):
         for name in names:
             text = st[f"{name}:k{k}"].disassembly
             if name.startswith("exit:shim"):
                 continue                 # the shim's ENTER_JIT reloads them in C
-            for j, reg in enumerate(contract.CACHE[:k]):
+            # a trampoline reloads them in the traces' order, then moves them
+            sp = contract.trace_state(contract.STATE, order[name])["sp"]
+            for j, reg in enumerate(contract.trace_cache_registers(k, order[name])):
                 off = f"{8 * (j + 1):#x}" if 8 * (j + 1) >= 10 else str(8 * (j + 1))
                 assert f"mov {reg}, qword ptr [{sp} - {off}]" in text, (name, k, text)

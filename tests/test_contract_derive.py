@@ -72,6 +72,11 @@ def test_another_order_yields_the_same_stencils_in_other_registers():
     assert set(default) == set(other)
     changed = 0
     for name, d in default.items():
+        if "trampoline" in name:
+            # a parallel move between two orders: which moves chain and which
+            # cycle depends on the order itself, so it is no renamed copy
+            # (test_trampoline runs each one and checks where every value lands)
+            continue
         want = _rename(_text(d["disassembly"]), rename)
         got = _text(other[name]["disassembly"])
         assert got == want, name

@@ -44,6 +44,13 @@ class Mode:
     exits_to_handler: str = "none"          # "all", "deopt" (deopt exits only) or "none"
     trace_table: bool = False               # traces get opcodes and dispatch-table slots
     entry_copies: bool = False              # ...whose slots hold copies of ENTER_JIT, not traces
+    # the stencil of a deopt exit that jumps straight to the handler (":far" variant too)
+    handler_exit_stencil: str = "exit:direct-handler"
+    # the traces' register order (abi/contract.py trace_state): "" the
+    # interpreter's; else the traces are built for another, and its stubs
+    # (written against both orders) move every register at each crossing
+    trace_order: str = ""
+    entry_stencil: str = ""                 # a stub laid before every trace: ENTER_JIT lands in it
 
     @property
     def build_name(self) -> str:
@@ -97,6 +104,16 @@ _REGISTRY = (
          "slot is one of 64 copies of ENTER_JIT, so each trace has its own entry jump",
          exit=_TABLE_EXIT, exit_stencil="exit:direct", count_exit_stencil="exit:direct:count",
          exits_to_handler="deopt", trace_table=True, entry_copies=True),
+    _jit("jit-trampoline", "traces in another register order: a stub moves every register "
+         "each way", "SL_JIT_DIRECT", binary="jit-direct",
+         entry="ENTER_JIT jumps to the trace's entry trampoline, a stub that moves the contract "
+         "registers and the K cached values from the interpreter's preserve_none order to the "
+         "traces' (a rotation: every value moves) and falls into the trace",
+         exit="the exit slot sets ip in the traces' order, moves every register back to the "
+         "interpreter's and jumps through the dispatch table (no call, nothing saved)",
+         exit_stencil="exit:trampoline", count_exit_stencil="exit:trampoline:count",
+         handler_exit_stencil="exit:trampoline-handler", exits_to_handler="deopt",
+         trace_order="rotated", entry_stencil="entry:trampoline"),
 )
 
 MODES: dict[str, Mode] = {m.name: m for m in _REGISTRY}

@@ -36,7 +36,9 @@ OPARG_OFFSET = 4
 # Registers the PeachPy stencils use for their own purposes: rax/rdx (idiv),
 # rcx (shift counts), r8 as plain scratch, and r9/r10 hold the operand in the
 # asm interpreter.  A contract that puts VM state in one of them cannot be
-# served by these stencils, and says so instead of miscompiling.
+# served by these stencils, and says so instead of miscompiling.  The trace
+# optimizer's level 3 keeps minipy locals in r9, r10 and rbx (jitstubs/fused.py),
+# which this keeps out of every contract too (rbx is no argument register).
 STENCIL_SCRATCH = ("rax", "rcx", "rdx", "r8", "r9", "r10")
 
 
@@ -186,3 +188,42 @@ def max_cache(cc: str | None = None) -> int:
     while len(STATE) + k < NARGS and _musttail_compiles(compiler.path, len(STATE) + k + 1):
         k += 1
     return k
+
+
+# -- a second register order: traces compiled for other registers --------------
+# jit-trampoline (modes.py) runs its traces in another order than the
+# interpreter's, as when the interpreter and the JIT code come from compilers
+# whose preserve_none orders differ: a rotation, so that every value moves
+# and none leaves the registers the stencils can serve.  Each state value goes
+# to the register of the next one (ip to sp's, ..., table to ip's), each
+# cached value c_j to CACHE[j + 1] (c4 wraps round to c0's); the trampoline
+# stubs (jitstubs/trampoline.py) move them there on entry and back on exit.
+
+ORDERS = ("", "rotated")             # "": the traces use the interpreter's registers
+CACHE_REGS = CACHE[:CACHE.index("rax")]    # the registers K = 1..5 cached values can use
+
+
+def trace_state(state: dict[str, str] | None, order: str) -> dict[str, str] | None:
+    """The register assignment of the traces of a mode with trace order
+    `order`, for an interpreter with `state` (None: the static contract)."""
+    if order == "":
+        return state
+    if order != "rotated":
+        raise ContractError(f"unknown trace order {order!r} (choose from {ORDERS})")
+    regs = list((state or STATE).values())
+    return dict(zip(STATE, regs[1:] + regs[:1]))
+
+
+def interpreter_state(traces: dict[str, str], order: str) -> dict[str, str]:
+    """The inverse of trace_state: the interpreter's registers, given the traces'."""
+    if order == "":
+        return traces
+    regs = list(traces.values())
+    return dict(zip(STATE, regs[-1:] + regs[:-1]))
+
+
+def trace_cache_registers(k: int, order: str) -> tuple[str, ...]:
+    """Where the traces of trace order `order` hold K cached values (c0 first)."""
+    if order == "":
+        return CACHE_REGS[:k]
+    return tuple(CACHE_REGS[(j + 1) % len(CACHE_REGS)] for j in range(k))
