@@ -449,3 +449,32 @@ def test_kernel_without_the_extra_is_one_line_naming_the_fix(monkeypatch):
     monkeypatch.setitem(sys.modules, "nbclient", None)       # as if not installed
     with pytest.raises(reproduce.ShimlabError, match=r"nbclient is not installed.*\.\[kernel\]"):
         reproduce.run_in_kernel(KERNEL_NOTEBOOK, quick=True)
+
+
+def test_the_registry_has_the_notebook_of_issue_14():
+    assert "cached-state" in NOTEBOOKS
+    assert "K" in reproduce.describe(reproduce.notebooks()["cached-state"])
+
+
+@pytest.mark.slow
+def test_cached_state_has_every_k_every_crossing_and_its_answer(outputs):
+    results = json.loads((outputs["cached-state"][1] / "results.json").read_text())
+    if not _jit_ccs():
+        pytest.skip("no compiler here builds the JIT modes")
+    from shimlab import modes
+    t = results["transitions"]
+    assert [int(k) for k in t["cache"]] == results["ks"] and results["ks"][0] == 0
+    # "modes" is K = 0, as in every other transitions summary
+    assert t["modes"] == t["cache"]["0"]
+    for k, ms in t["cache"].items():
+        assert set(ms) == set(modes.JIT)          # a new crossing appears by itself
+        for mode, r in ms.items():
+            lo, hi = r["round_trip"]["ci95"]
+            assert lo <= r["round_trip"]["value"] <= hi
+            assert ("vs_base_cache" in r) == (k != "0")
+    assert set(t["shim_vs_direct"]) == set(t["cache"])
+    # the answer is computed: it names the Ks and quotes the measured excess
+    answer = results["findings"][0]
+    top = t["shim_vs_direct"][str(results["ks"][-1])]["excess"]
+    assert f"{top['value']:.1f} [{top['ci95'][0]:.1f}, {top['ci95'][1]:.1f}]" in answer
+    assert "jit-direct" in answer and f"K={results['ks'][-1]}" in answer

@@ -12,7 +12,7 @@ from conftest import interpreter_configs
 from shimlab import isa, modes, reference, vm
 from shimlab.interp import build
 from shimlab.interp.loader import TABLE_SLOTS
-from shimlab.bench import floors, synthetic, transitions
+from shimlab.bench import floors, harness, synthetic, transitions
 from shimlab.bench.results import ConfigResult, ResultFile, RunSamples
 from shimlab.errors import ShimlabError
 
@@ -199,7 +199,9 @@ def test_floors_come_from_each_modes_entry_and_exit():
                      "jit-direct": ["indirect", "indirect"],
                      "jit-direct-handler": ["indirect", "jump"],
                      "jit-table": ["indirect"],
-                     "jit-direct-sites": ["indirect", "indirect"]}
+                     "jit-direct-sites": ["indirect", "indirect"],
+                     # its moves are no jump: held to jit-direct's floor
+                     "jit-trampoline": ["indirect", "indirect"]}
     for mode in modes.JIT:
         assert all(where for _, where in transitions.floor_parts(mode))
 
@@ -413,3 +415,280 @@ def test_interpreted_stretches_whose_cost_jumps_are_an_anomaly():
                                 n_boot=300)
     assert clean["stretches"]["linear"]
     assert not any("not matched" in x for x in clean["anomalies"])
+
+
+# -- --cache K: programs that keep K values live across every crossing ---------------
+
+CACHE_KS = (1, 2, 3, 5)
+
+
+def _live_spec(m, k, j=16, i=16, n=50):
+    return f"transitions:m={m},j={j},i={i},n={n}" + (f",live={k}" if k else "")
+
+
+def _iteration(program):
+    """The pcs of one loop iteration, in order (the loop body is straight
+    code from the LOOP's target to the LOOP; JUMP_IF_FALSE falls through while
+    the loop goes on)."""
+    back = next(pc for pc, (op, _) in enumerate(program.code)
+                if isa.INSTRUCTIONS[op].name == "LOOP")
+    return list(range(back + program.code[back][1], back + 1))
+
+
+def _live_across_crossings(spec):
+    """For each crossing of one iteration (a trace's first pc: its entry; the
+    pc after its last: where its exit resumes), how many of the values on the
+    operand stack there a later instruction of the iteration uses (pops
+    other than POP, which drops it).  Worked out from the bytecode alone, by
+    a walk that gives every pushed value an identity."""
+    program, stretches = synthetic.build(spec)
+    crossings = {pc for st in stretches for pc in st}
+    stack, next_id, at, used = [], 0, {}, set()
+    for pc in _iteration(program):
+        if pc in crossings:
+            at[pc] = list(stack)
+        op, _ = program.code[pc]
+        ins = isa.INSTRUCTIONS[op]
+        popped = [stack.pop() for _ in range(ins.pops)]
+        if ins.name != "POP":
+            used.update(popped)
+        for _ in range(ins.pushes):
+            stack.append(next_id)
+            next_id += 1
+    assert stack == [], "an iteration leaves its stack as it found it"
+    return {pc: sum(v in used for v in vals) for pc, vals in at.items()}, stretches
+
+
+@pytest.mark.parametrize("k", (0,) + CACHE_KS)
+@pytest.mark.parametrize("m", (1, 2, 4, 8))
+def test_every_crossing_has_k_live_values_on_the_stack(k, m):
+    live, stretches = _live_across_crossings(_live_spec(m, k))
+    assert len(live) == 2 * m                       # every entry and every exit
+    assert all(n >= k for n in live.values()), live
+    if k == 0:
+        assert set(live.values()) == {0}
+
+
+@pytest.mark.parametrize("k", CACHE_KS)
+def test_live_values_add_the_same_interpreted_work_at_every_m(k):
+    """At K > 0 a program is the K = 0 program with K pushes before its first
+    trace and their consumption after its last segment: the segments (what M
+    splits) are the same instructions, and the 2K more are the same at every M."""
+    for m in (1, 2, 4, 8):
+        plain, plain_st = synthetic.build(_live_spec(m, 0))
+        live, live_st = synthetic.build(_live_spec(m, k))
+        names = lambda p: [isa.INSTRUCTIONS[op].name for op, _ in p.code]   # noqa: E731
+        a, b = names(plain), names(live)
+        top = _iteration(plain)[0]
+        assert b[top:top + k] == ["LOAD_INT"] * k
+        assert b[top + k:top + k + (a.index("LOAD_LOCAL", top) - top)] == \
+            a[top:a.index("LOAD_LOCAL", top)]
+        end = b.index("LOAD_LOCAL", top)
+        assert b[end - k:end] == ["ADD"] * (k - 1) + ["STORE_LOCAL"]
+        assert b[:top] + b[top + k:end - k] + b[end:] == a
+        assert [(s + k, e + k) for s, e in plain_st] == live_st
+        assert synthetic.instructions_per_run(_live_spec(m, k)) == \
+            synthetic.instructions_per_run(_live_spec(m, 0)) + 50 * 2 * k
+    assert synthetic.parse(_live_spec(4, 0)).live == 0
+    assert _live_spec(4, 0) == transitions.spec(4, dict(j=16, i=16, n=50))   # K = 0: as before
+
+
+@pytest.mark.parametrize("bad", ["transitions:m=1,j=2,i=2,n=1,live=-1",
+                                 "interp:k=4,n=2,live=99"])
+def test_bad_live_counts_are_one_line_errors(bad):
+    with pytest.raises(ShimlabError) as e:
+        synthetic.parse(bad)
+    assert "\n" not in str(e.value) and "live" in str(e.value)
+
+
+def _counts_at(mode, spec, cache):
+    program, stretches = synthetic.build(spec)
+    b = build.build(mode, JIT_CC[0], count=True, cache=cache)
+    jit = {"stretches": stretches, "record": False} if modes.is_jit(mode) else None
+    with vm.Loaded(b, program, b"", jit=jit) as loaded:
+        result = loaded.run()
+        enter = sum(int(loaded.vm.counts[i]) for i in range(ENTER_JIT, ENTER_JIT + 1 + TABLE_SLOTS))
+        sink = int(loaded.vm.stack[1])
+    assert result.status == 0
+    return result.counts, enter, sink
+
+
+@needs_jit
+@pytest.mark.parametrize("k", (1, 3))
+@pytest.mark.parametrize("mode", transitions.modes_at(transitions.MODES, 1))
+def test_matched_programs_at_each_k_run_the_same_vm_instructions(mode, k):
+    """At K cached values every M runs the same VM instructions as the oracle
+    and as each other, one entry per segment, and the K values kept across
+    every crossing arrive intact (their sum, stored after the last segment,
+    is the oracle's)."""
+    n, base = 50, None
+    for m in (1, 2, 4, 8):
+        spec = _live_spec(m, k, n=n)
+        counts, enter, sink = _counts_at(mode, spec, k)
+        assert counts == reference.run(synthetic.build(spec)[0]).counts
+        assert sum(counts) == synthetic.instructions_per_run(spec)
+        assert enter == m * n
+        assert sink == sum(range(2, k + 2))
+        base = base or counts
+        assert counts == base
+
+
+def _cached_results(noise, seed, extra):
+    """_Results with a second K: at K = 2 each crossing's round trip is
+    ROUND_TRIP plus extra[mode], one dispatch the same."""
+    fake = _Results(noise=noise, seed=seed)
+    n = SWEEP["n"]
+    for mode, rt in ROUND_TRIP.items():
+        for m, y in zip(SWEEP["ms"], _line(rt + extra[mode])):
+            fake._add(transitions.key(transitions.spec(m, SWEEP, 2), mode, CC, 2), n * y,
+                      n * (1000 + (ROUND_TRIP_INSTRUCTIONS[mode] + 2 * extra[mode]) * m))
+    for k in transitions.interp_ks(SWEEP):
+        fake._add(transitions.key(transitions.interp_spec(k, SWEEP, 2), "jit-direct", CC, 2),
+                  n * (60 + DISPATCH * k), n * (40 + DISPATCH_INSTRUCTIONS * k))
+    return fake
+
+
+def test_analysis_at_two_ks_gives_each_ks_costs_and_the_shims_excess():
+    # the shim gets 4 cycles dearer at K = 2, the direct crossings 1
+    extra = {"jit-shim": 4.0, "jit-direct": 1.0, "jit-direct-handler": 1.0, "jit-table": 1.0}
+    a = transitions.analyze(_cached_results(0.0, 0, extra), SWEEP, CC, tuple(ROUND_TRIP),
+                            n_boot=200, caches=(0, 2))
+    exact = pytest.approx
+    assert a["base_cache"] == 0 and list(a["cache"]) == ["0", "2"]
+    assert a["modes"] is a["cache"]["0"]
+    for mode, rt in ROUND_TRIP.items():
+        assert _triple(a["cache"]["2"][mode]["round_trip"]) == (exact(rt + extra[mode]),) * 3
+        assert _triple(a["cache"]["2"][mode]["vs_base_cache"]) == (exact(extra[mode]),) * 3
+        assert a["cache"]["2"][mode]["instructions"] == exact(
+            ROUND_TRIP_INSTRUCTIONS[mode] + 2 * extra[mode])
+    assert _triple(a["cache_interp"]["2"]["dispatch"]) == (exact(DISPATCH),) * 3
+    svd = a["shim_vs_direct"]
+    assert _triple(svd["0"]["excess"]) == (exact(7.0),) * 3
+    assert _triple(svd["2"]["excess"]) == (exact(10.0),) * 3
+    assert _triple(svd["2"]["added"]) == (exact(3.0),) * 3 and svd["0"]["added"] is None
+    assert svd["2"]["instructions"] == exact(18 + 6)
+    assert transitions.first_k_shim_dearer(svd) == "0"
+    assert a["anomalies"] == []
+    text = _report(a)
+    # one table, a row group per K
+    rows = [line.split() for line in text.splitlines()]
+    assert ["2", "jit-shim", "16.0", "[16.0,", "16.0]", "4.0", "[4.0,", "4.0]"] in \
+        [r[:8] for r in rows]
+    assert ["0", "jit-shim", "12.0", "[12.0,", "12.0]", "-"] in [r[:6] for r in rows]
+    assert "from K=0 on, a round trip through the shim costs more than a direct one" in text
+    assert "moved by 3.0 [3.0, 3.0] cycles, +6 instructions" in text
+    j = _json(a)
+    assert set(j["cache"]) == {"0", "2"} and j["modes"] == j["cache"]["0"]
+    for k in ("0", "2"):
+        assert set(j["cache"][k]) == set(ROUND_TRIP)
+        for mode, r in j["cache"][k].items():
+            assert set(j["modes"][mode]) <= set(r)
+            assert [s["m"] for s in r["steps"]] == [list(p) for p in PAIRS]
+    assert j["shim_vs_direct"]["2"]["excess"] == {"value": exact(10.0),
+                                                   "ci95": [exact(10.0), exact(10.0)]}
+
+
+def test_the_shim_dearer_from_a_k_on_is_found_and_said():
+    # the same round trip at K = 0; at K = 2 the shim 4 dearer than direct
+    rt = dict(ROUND_TRIP, **{"jit-shim": ROUND_TRIP["jit-direct"]})
+    extra = {"jit-shim": 4.0, "jit-direct": 0.0, "jit-direct-handler": 0.0, "jit-table": 0.0}
+    fake = _cached_results(0.003, 2, extra)
+    n = SWEEP["n"]
+    for m, y in zip(SWEEP["ms"], _line(rt["jit-shim"])):      # the K = 0 shim, as direct
+        fake._add(f"transitions/{transitions.spec(m, SWEEP)}/jit-shim/{CC}", n * y, n * 1000)
+    for m, y in zip(SWEEP["ms"], _line(rt["jit-shim"] + 4.0)):
+        fake._add(transitions.key(transitions.spec(m, SWEEP, 2), "jit-shim", CC, 2), n * y,
+                  n * 1000)
+    a = transitions.analyze(fake, SWEEP, CC, tuple(ROUND_TRIP), n_boot=1000, caches=(0, 2))
+    svd = a["shim_vs_direct"]
+    assert svd["0"]["excess"].lo < 0 < svd["0"]["excess"].hi
+    assert transitions.first_k_shim_dearer(svd) == "2"
+    assert "From K=2 on (of K = 0, 2)" in transitions.cache_reading(a)
+
+
+@needs_jit
+def test_tiny_sweep_at_two_ks_has_a_well_formed_cache_section(tmp_path, capsys):
+    from shimlab import cli
+    out = tmp_path / "t.json"
+    rc = cli.main(["bench", "transitions", "--size", "tiny", "--cc", JIT_CC[0], "-o", str(out),
+                   "--mode", "jit-shim", "--mode", "jit-direct", "--cache", "0", "--cache", "2",
+                   "--processes", "2", "--samples", "2", "--plot", "--no-count"])
+    text = capsys.readouterr().out
+    assert rc == 0
+    assert "vs K=0 (cycles)" in text
+    for k in ("0", "2"):
+        for mode in ("jit-shim", "jit-direct"):
+            assert [k, mode] in [line.split()[:2] for line in text.splitlines()], text
+    summary = json.loads(out.with_name("t-summary.json").read_text())
+    tiny = transitions.SIZES["tiny"]
+    assert set(summary["cache"]) == {"0", "2"} and summary["base_cache"] == 0
+    # "modes" is K = 0, as before --cache, for the readers that know no more
+    assert summary["modes"] == summary["cache"]["0"]
+    results = ResultFile.load(out)
+    for k in ("0", "2"):
+        assert set(summary["cache"][k]) == {"jit-shim", "jit-direct"}
+        i = summary["cache_interp"][k]
+        assert set(i["dispatch"]) == {"value", "ci95"}
+        for mode, r in summary["cache"][k].items():
+            assert set(summary["modes"][mode]) <= set(r)
+            assert set(r["round_trip"]) == {"value", "ci95"}
+            lo, hi = r["round_trip"]["ci95"]
+            assert lo <= r["round_trip"]["value"] <= hi
+            assert len(r["per_iteration"]) == len(tiny["ms"])
+            assert [s["m"] for s in r["steps"]] == [list(p) for p in zip(tiny["ms"],
+                                                                         tiny["ms"][1:])]
+            keys = [transitions.key(transitions.spec(m, tiny, int(k)), mode, JIT_CC[0], int(k))
+                    for m in tiny["ms"]]
+            assert r["per_iteration"] == pytest.approx(
+                [np.median(np.concatenate(results.get(x).cycles_groups())) / tiny["n"]
+                 for x in keys], rel=1e-12)
+            assert r["instructions"] is None        # --no-count (counted: the test below)
+            if k == "2":
+                assert set(r["vs_base_cache"]) == {"value", "ci95"}
+                # the K = 2 program keeps 2 values live: its config says so
+                assert results.get(keys[0]).config["cache"] == 2
+                assert synthetic.parse(results.get(keys[0]).config["workload"]).live == 2
+    assert set(summary["shim_vs_direct"]) == {"0", "2"}
+    assert out.with_name("t-cache.png").stat().st_size > 1000
+
+
+@needs_jit
+@pytest.mark.slow
+def test_a_direct_round_trip_at_k_runs_the_spill_and_reload_of_k_values():
+    """Exact instructions (callgrind) per added round trip of jit-direct: at
+    K = 2 the entry stores two values and the exit loads them back, so a
+    round trip runs more instructions than at K = 0, and the same at every M."""
+    from shimlab.bench import counters
+    if not counters.callgrind_available():
+        pytest.skip("valgrind is not installed")
+    tiny = dict(transitions.SIZES["tiny"], n=200)
+    jobs = [harness.Config("transitions", transitions.spec(m, tiny, k), "jit-direct",
+                           JIT_CC[0], cache=k).job(0, 1, None)
+            for k in (0, 2) for m in (1, 2, 4)]
+    counts = counters.callgrind_batch(jobs)
+    per_trip = {}
+    for i, k in enumerate((0, 2)):
+        c = counts[3 * i:3 * i + 3]
+        steps = {(c[1] - c[0]) / tiny["n"], (c[2] - c[1]) / (2 * tiny["n"])}
+        assert len(steps) == 1, (k, c)
+        per_trip[k] = steps.pop()
+    assert per_trip[2] > per_trip[0], per_trip
+
+
+def test_the_reading_says_where_the_shim_is_dearer_when_no_k_starts_it():
+    from shimlab.bench import stats
+
+    def est(v, width):
+        return stats.estimate(v, np.linspace(v - width, v + width, 101))
+    svd = {"0": {"excess": est(7.0, 1.0), "linear": True, "instructions": 47.0, "added": None},
+           "1": {"excess": est(6.0, 1.0), "linear": True, "instructions": 46.0,
+                 "added": est(-1.0, 1.5)},
+           "3": {"excess": est(1.0, 3.0), "linear": True, "instructions": 46.0,
+                 "added": est(-6.0, 3.0)}}
+    a = {"cache": {k: {} for k in svd}, "shim_vs_direct": svd, "base_cache": 0}
+    assert transitions.first_k_shim_dearer(svd) is None
+    text = transitions.cache_reading(a)
+    assert "At K=3, the largest K measured, the shim's round trip does not cost significantly" \
+        in text
+    assert "It costs significantly more at K=0, 1: no K from which on it always does" in text
+    assert "-1 instructions" in text

@@ -14,6 +14,16 @@ for a loop of k interpreted instructions, which measures one dispatch).  With
 ",sites=K" a jit-direct-sites run enters its M traces through K copies of
 ENTER_JIT (trace k through copy k mod K): the same program and traces with
 K entry jumps, which separates the number of entry sites from the crossings.
+
+With ",live=K" (what `bench transitions --cache K` runs) every iteration
+first pushes K values, which stay on the operand stack under the work of
+every segment and are consumed (added up and stored to a second local) only
+after the last segment: at every entry into a trace and every exit from one
+the top K stack values are values a later instruction uses, so a crossing
+that keeps K values in registers carries K live values, not K dead pad
+slots.  The 2K instructions this adds are interpreted, and the same at every
+M, so programs with different M stay matched.  Without it (live=0) the
+programs are exactly those of before.
 """
 from __future__ import annotations
 
@@ -24,6 +34,7 @@ from ..errors import ShimlabError
 from ..frontend.verify import verify
 
 PREFIXES = ("transitions:", "interp:")
+MAX_LIVE = 16       # live values: at least every K of --cache
 
 
 @dataclass(frozen=True)
@@ -35,13 +46,15 @@ class Spec:
     k: int = 0          # interp: instructions per iteration
     n: int = 20000      # iterations
     sites: int = 0      # jit-direct-sites: ENTER_JIT copies the traces share (0: one each)
+    live: int = 0       # values kept on the operand stack across every crossing
 
     @property
     def name(self) -> str:
+        live = f",live={self.live}" if self.live else ""
         if self.kind == "interp":
-            return f"interp:k={self.k},n={self.n}"
+            return f"interp:k={self.k},n={self.n}{live}"
         sites = f",sites={self.sites}" if self.sites else ""
-        return f"transitions:m={self.m},j={self.j},i={self.i},n={self.n}{sites}"
+        return f"transitions:m={self.m},j={self.j},i={self.i},n={self.n}{sites}{live}"
 
 
 def is_synthetic(workload: str) -> bool:
@@ -69,6 +82,8 @@ def parse(spec: str) -> Spec:
         raise ShimlabError(f"{spec}: sites must be a positive count, of a transitions program")
     if s.n < 1:
         raise ShimlabError(f"{spec}: n must be at least 1")
+    if not 0 <= s.live <= MAX_LIVE:
+        raise ShimlabError(f"{spec}: live must be 0 to {MAX_LIVE}")
     return s
 
 
@@ -87,6 +102,8 @@ def build(spec: str) -> tuple[Program, list[tuple[int, int]]]:
     a.emit("STORE_LOCAL", 0)
     top = a.label()
     a.bind(top)
+    for v in range(s.live):             # live=K: K values under every crossing...
+        a.emit("LOAD_INT", v + 2)
     if s.kind == "interp":
         _pairs(a, s.k)
     else:
@@ -95,6 +112,10 @@ def build(spec: str) -> tuple[Program, list[tuple[int, int]]]:
             _pairs(a, s.j // s.m)
             stretches.append((start, a.pc))
             _pairs(a, s.i // s.m)
+    if s.live:                          # ...used after the last one: summed into local 1
+        for _ in range(s.live - 1):
+            a.emit("ADD")
+        a.emit("STORE_LOCAL", 1)
     # loop control, in the interpreter: n -= 1; while n
     a.emit("LOAD_LOCAL", 0)
     a.emit("LOAD_INT", 1)
@@ -109,7 +130,8 @@ def build(spec: str) -> tuple[Program, list[tuple[int, int]]]:
     a.bind(done)
     a.emit("HALT")
     prog = a.finish()
-    prog.functions = [Function("main", 0, 0, 1, ["n"], 4)]
+    prog.functions = ([Function("main", 0, 0, 2, ["n", "sink"], 4)] if s.live
+                      else [Function("main", 0, 0, 1, ["n"], 4)])
     return verify(prog), stretches
 
 
@@ -126,4 +148,5 @@ def jit_options(spec: str, stretches) -> dict:
 def instructions_per_run(spec: str) -> int:
     s = parse(spec)
     body = s.k if s.kind == "interp" else s.j + s.i
-    return 2 + s.n * (body + 7)     # setup; body and control (the last LOOP is HALT)
+    # setup; body, the live values' 2K and control (the last LOOP is HALT)
+    return 2 + s.n * (body + 2 * s.live + 7)

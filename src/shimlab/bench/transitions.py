@@ -9,6 +9,13 @@ else changes.  Beside it, in the same run: one interpreter dispatch (the
 slope of a purely interpreted loop against its length) and the machine-code
 floors of floors.py; a negative cost, or one below its crossing's floor, is
 reported as an anomaly.
+
+With --cache K (repeatable) the sweep runs at each K: the interpreter built
+with K operand-stack values in registers, its programs keeping K values live
+across every crossing (synthetic.py, live=K), one dispatch measured at each
+K too; the floors once.  The report is one table with a row group per K, and
+the summary JSON has "cache": {"K": {mode: {the fields of "modes"}}}, while
+"modes" stays the first K (0 by default) for the readers of before.
 """
 from __future__ import annotations
 
@@ -39,12 +46,19 @@ SIZES = {
 }
 
 
-def spec(m: int, size: dict) -> str:
-    return f"transitions:m={m},j={size['j']},i={size['i']},n={size['n']}"
+def spec(m: int, size: dict, live: int = 0) -> str:
+    """The sweep's program with M round trips; live=K at --cache K (synthetic.py)."""
+    return f"transitions:m={m},j={size['j']},i={size['i']},n={size['n']}" + (
+        f",live={live}" if live else "")
 
 
-def interp_spec(k: int, size: dict) -> str:
-    return f"interp:k={k},n={size['n']}"
+def interp_spec(k: int, size: dict, live: int = 0) -> str:
+    return f"interp:k={k},n={size['n']}" + (f",live={live}" if live else "")
+
+
+def key(workload: str, mode: str, cc: str, cache: int = 0) -> str:
+    """A configuration's key in the results file (K = 0: the key of before)."""
+    return harness.Config("transitions", workload, mode, cc, cache=cache).key
 
 
 def stretch_ks(size: dict) -> list[int]:
@@ -59,13 +73,24 @@ def interp_ks(size: dict) -> list[int]:
     return sorted(set(size["ks"]) | set(stretch_ks(size)))
 
 
-def configs_for(size: dict, cc: str, modes=MODES) -> list[harness.Config]:
-    out = [harness.Config("transitions", spec(m, size), mode, cc)
-           for mode in modes for m in size["ms"]]
-    out += [harness.Config("transitions", interp_spec(k, size), "jit-direct", cc)
-            for k in interp_ks(size)]
+def configs_for(size: dict, cc: str, modes=MODES, caches=(0,)) -> list[harness.Config]:
+    """At each K of `caches` (--cache): every crossing at every M and the
+    interpreted loops, built with K cached values and running programs that
+    keep K values live across every crossing (live=K); the floors once (they
+    are machine code of their own, no interpreter)."""
+    out = []
+    for k in caches:
+        out += [harness.Config("transitions", spec(m, size, k), mode, cc, cache=k)
+                for mode in modes_at(modes, k) for m in size["ms"]]
+        out += [harness.Config("transitions", interp_spec(n, size, k), "jit-direct", cc, cache=k)
+                for n in interp_ks(size)]
     out += [harness.Config("transitions", f"floor:{f}", "jit-direct", cc) for f in floors.FLOORS]
     return out
+
+
+def modes_at(modes, cache: int) -> tuple[str, ...]:
+    """The crossings of `modes` that can run with `cache` values in registers."""
+    return tuple(m for m in modes if not cache or mode_registry.get(m).cache)
 
 
 # -- analysis ---------------------------------------------------------------------
@@ -75,42 +100,63 @@ def _per_iteration(results: ResultFile, key: str, n: int) -> list[np.ndarray]:
 
 
 def analyze(results: ResultFile, size: dict, cc: str, modes=MODES,
-            n_boot: int = 2000) -> dict:
+            n_boot: int = 2000, caches=(0,)) -> dict:
+    """The sweep's analysis.  Its top level ("modes", "dispatch", "stretches",
+    ...) is the first K of `caches` (0 unless --cache says otherwise; "base_cache"
+    names it), as before there was --cache; "cache" has every K's modes, with
+    the same fields, and "cache_interp" every K's dispatch and stretches."""
     # one Generator for every median: their replicates must be independent of
     # each other for slopes and ratios of them to carry the right uncertainty
     rng = np.random.default_rng(0)
-    out = {"modes": {}, "floors": {}, "size": {k: v for k, v in size.items() if k != "runs"}}
-    out["dispatch"], out["dispatch_instructions"] = _dispatch(results, size, cc, n_boot, rng)
-    out["stretches"] = _stretches(results, size, cc, n_boot, rng)
-    for mode in modes:
-        out["modes"][mode] = _mode(results, size, cc, mode, out["dispatch"], n_boot, rng)
-    if "jit-direct" in out["modes"]:
-        d = out["modes"]["jit-direct"]["round_trip"]
-        for r in out["modes"].values():
-            r["vs_direct"] = stats.ratio_of(r["round_trip"], d)
+    caches = list(caches)
+    out = {"modes": {}, "floors": {}, "size": {k: v for k, v in size.items() if k != "runs"},
+           "base_cache": caches[0], "cache": {}, "cache_interp": {}}
+    for k in caches:
+        dispatch, dispatch_ins = _dispatch(results, size, cc, n_boot, rng, k)
+        out["cache_interp"][str(k)] = {"dispatch": dispatch, "dispatch_instructions": dispatch_ins,
+                                       "stretches": _stretches(results, size, cc, n_boot, rng, k)}
+        ms = {mode: _mode(results, size, cc, mode, dispatch, n_boot, rng, k)
+              for mode in modes_at(modes, k)}
+        if "jit-direct" in ms:
+            d = ms["jit-direct"]["round_trip"]
+            for r in ms.values():
+                r["vs_direct"] = stats.ratio_of(r["round_trip"], d)
+        out["cache"][str(k)] = ms
     for f in floors.FLOORS:
         g = [np.asarray(x, float) / floors.elements_per_sample()
-             for x in results.get(f"transitions/floor:{f}/jit-direct/{cc}").cycles_groups()]
+             for x in results.get(key(f"floor:{f}", "jit-direct", cc)).cycles_groups()]
         out["floors"][f] = stats.median_estimate(g, n_boot, rng)
-    for mode, r in out["modes"].items():
-        parts = floor_parts(mode)
-        r["floor_parts"] = [{"floor": f, "where": where} for f, where in parts]
-        r["floor"] = stats.sum_of([out["floors"][f] for f, _ in parts])
+    for k in caches:
+        for mode, r in out["cache"][str(k)].items():
+            parts = floor_parts(mode)
+            r["floor_parts"] = [{"floor": f, "where": where} for f, where in parts]
+            r["floor"] = stats.sum_of([out["floors"][f] for f, _ in parts])
+            base = out["cache"][str(caches[0])].get(mode)
+            if k != caches[0] and base is not None:
+                # what K values add to the same crossing's round trip
+                r["vs_base_cache"] = stats.difference(r["round_trip"], base["round_trip"])
+    base = str(caches[0])
+    out["modes"] = out["cache"][base]
+    out["dispatch"] = out["cache_interp"][base]["dispatch"]
+    out["dispatch_instructions"] = out["cache_interp"][base]["dispatch_instructions"]
+    out["stretches"] = out["cache_interp"][base]["stretches"]
     out["anomalies"] = _anomalies(out)
+    out["shim_vs_direct"] = shim_vs_direct(out)
     return out
 
 
-def _dispatch(results: ResultFile, size: dict, cc: str, n_boot: int, rng):
+def _dispatch(results: ResultFile, size: dict, cc: str, n_boot: int, rng, cache: int = 0):
     """One interpreter dispatch: the slope of the interpreted loop against its
     length, in cycles (with replicates) and in instructions (or None)."""
     n, ks = size["n"], list(size["ks"])
-    keys = [f"transitions/{interp_spec(k, size)}/jit-direct/{cc}" for k in ks]
-    points = [stats.median_estimate(_per_iteration(results, key, n), n_boot, rng)
-              for key in keys]
+    keys = [key(interp_spec(k, size, cache), "jit-direct", cc, cache) for k in ks]
+    points = [stats.median_estimate(_per_iteration(results, k, n), n_boot, rng)
+              for k in keys]
     return stats.slope_estimate(ks, points), _instruction_slope(ks, _instructions(results, keys), n)
 
 
-def _stretches(results: ResultFile, size: dict, cc: str, n_boot: int, rng) -> dict:
+def _stretches(results: ResultFile, size: dict, cc: str, n_boot: int, rng,
+               cache: int = 0) -> dict:
     """The interpreter alone over each M's stretch length: one more interpreted
     instruction should cost one dispatch whatever the length.  Where it does
     not (a branch predictor that follows short runs of the same handlers and
@@ -120,8 +166,8 @@ def _stretches(results: ResultFile, size: dict, cc: str, n_boot: int, rng) -> di
     if len(ks) < 2:
         return {"ks": ks, "steps": [], "linear": True, "unequal_steps": []}
     points = [stats.median_estimate(_per_iteration(
-        results, f"transitions/{interp_spec(k, size)}/jit-direct/{cc}", size["n"]), n_boot, rng)
-        for k in ks]
+        results, key(interp_spec(k, size, cache), "jit-direct", cc, cache), size["n"]),
+        n_boot, rng) for k in ks]
     steps = stats.steps(ks, points)
     unequal = stats.unequal_pairs(steps)
     pairs = _pairs(ks)
@@ -138,9 +184,9 @@ def _instruction_slope(xs, ins: list[int | None], n: int) -> float | None:
 
 
 def _mode(results: ResultFile, size: dict, cc: str, mode: str, dispatch: stats.Estimate,
-          n_boot: int, rng) -> dict:
+          n_boot: int, rng, cache: int = 0) -> dict:
     n, ms = size["n"], list(size["ms"])
-    keys = [f"transitions/{spec(m, size)}/{mode}/{cc}" for m in ms]
+    keys = [key(spec(m, size, cache), mode, cc, cache) for m in ms]
     points = [stats.median_estimate(_per_iteration(results, k, n), n_boot, rng) for k in keys]
     slope = stats.slope_estimate(ms, points)
     steps = stats.steps(ms, points)
@@ -209,11 +255,21 @@ def _anomalies(a: dict) -> list[str]:
     round trip (a step, where the mode is not linear) whose difference from
     its floor has an interval below 0.  The floor is measured too, so the
     difference, replicate by replicate, carries both uncertainties.  A
-    negative step is not listed again as below its floor."""
+    negative step is not listed again as below its floor.  At every K of
+    --cache; those of a K other than the first begin with "K=K: "."""
     out = []
-    for mode, r in a["modes"].items():
+    for k, ms in a["cache"].items():
+        prefix = "" if int(k) == a["base_cache"] else f"K={k}: "
+        out += [prefix + x for x in _anomalies_at(a["size"], ms,
+                                                  a["cache_interp"][k]["stretches"])]
+    return out
+
+
+def _anomalies_at(size: dict, modes: dict, st: dict | None) -> list[str]:
+    out = []
+    for mode, r in modes.items():
         named = [(f"the step M {x0}->{x1}", e)
-                 for (x0, x1), e in zip(_pairs(a["size"]["ms"]), r["steps"])]
+                 for (x0, x1), e in zip(_pairs(size["ms"]), r["steps"])]
         negative = set()
         for name, e in named:
             if e.hi < 0:
@@ -228,9 +284,8 @@ def _anomalies(a: dict) -> list[str]:
                 out.append(f"{mode}: below its floor: {name} is {e.fmt(1)} cycles, under "
                            f"{floor.fmt(2)} ({_floor_text(r['floor_parts'])}); "
                            f"difference {d.fmt(1)}")
-    st = a.get("stretches")
     if st and not st["linear"]:
-        i = a["size"]["i"]
+        i = size["i"]
         steps = ", ".join(f"{e.fmt(1)} from k {k0} to {k1} (M {i // k1} to {i // k0})"
                           for (k0, k1), e in zip(_pairs(st["ks"]), st["steps"]))
         out.append("the programs are not matched in how the interpreter runs them: one more "
@@ -262,6 +317,8 @@ NOT_LINEAR = "not linear: see steps"
 
 def report(a: dict, out=None) -> None:
     out = out or sys.stdout
+    if list(a.get("cache") or {"0": None}) != ["0"]:
+        return report_cache(a, out)
     disp = a["dispatch"]
     direct = a["modes"].get("jit-direct")
     rows = []
@@ -315,6 +372,180 @@ def report(a: dict, out=None) -> None:
         print(table(srows, ["k", "M", "cycles [95% CI]"], align="lll"), file=out)
     print("\n" + anomalies_text(a), file=out)
     print("\n" + reading(a), file=out)
+
+
+FIT_MARK = "*"
+
+
+def fit_text(r: dict) -> str:
+    """A round trip in the --cache table: the slope, marked where the steps disagree."""
+    return r["round_trip"].fmt(1) + ("" if r["linear"] else FIT_MARK)
+
+
+def report_cache(a: dict, out) -> None:
+    """The report of a sweep at several K (--cache): one table, a row group per K."""
+    s, base = a["size"], str(a["base_cache"])
+    rows = []
+    for k, ms in a["cache"].items():
+        if rows:
+            rows.append(None)
+        direct = ms.get("jit-direct")
+        for mode, r in ms.items():
+            vs = r.get("vs_direct") if direct else None
+            added = r.get("vs_base_cache")
+            rows.append((k, mode, fit_text(r), "-" if added is None else added.fmt(1),
+                         f"{r['floor'].value:.2f}",
+                         "-" if r["instructions"] is None else f"{r['instructions']:.1f}",
+                         r["dispatches"].fmt(2), "-" if vs is None else vs.fmt(2)))
+    print(table(rows, ["K", "mode", "cycles/round trip [95% CI]", f"vs K={base} (cycles)",
+                       "floor (cycles)", "instructions/round trip", "dispatches/round trip",
+                       "ratio to jit-direct"], align="rlllllll"), file=out)
+    disp = ", ".join(
+        f"{i['dispatch'].fmt(2)} cycles"
+        + ("" if i["dispatch_instructions"] is None else
+           f" ({i['dispatch_instructions']:.1f} instructions)") + f" at K={k}"
+        for k, i in a["cache_interp"].items())
+    print(f"K = operand-stack values kept in registers (--cache K): the interpreter built with K "
+          f"cached values runs programs that keep K values on the stack across every crossing, "
+          f"used after it (live={','.join(a['cache'])}; synthetic.py). Round trip = the slope "
+          f"of cost per loop iteration against round trips per iteration (M = "
+          f"{', '.join(map(str, s['ms']))}) at constant work: {s['j']} VM instructions in "
+          f"traces and {s['i']} + 7 + 2K in the interpreter per iteration; only M differs. "
+          f"{FIT_MARK}: not linear in M (steps below): the least-squares slope, which weighs "
+          f"the steps alike at every K, so it still compares K with K. vs K={base}: the same "
+          f"crossing's round trip minus its round trip at K={base}. Ratio to jit-direct: at "
+          f"the same K. One dispatch = {disp}.", file=out)
+    pairs = _pairs(s["ms"])
+    steps = []
+    for k, ms in a["cache"].items():
+        if steps:
+            steps.append(None)
+        for mode, r in ms.items():
+            linear = "yes" if r["linear"] else "no: " + ", ".join(
+                f"{p[0]}->{p[1]} vs {q[0]}->{q[1]}" for p, q in r["unequal_steps"])
+            steps.append((k, mode, *(e.fmt(1) for e in r["steps"]), linear))
+    print("\ncycles per added round trip between neighbouring M [95% CI]:", file=out)
+    print(table(steps, ["K", "mode"] + [f"M {x0}->{x1}" for x0, x1 in pairs] + ["linear"],
+                align="r" + "l" * (len(pairs) + 2)), file=out)
+    frows = [(f, FLOOR_TEXT[f], e.fmt(2), floors.INSTRUCTIONS[f]) for f, e in a["floors"].items()]
+    print("\nfloors, measured the same way in the same run:", file=out)
+    print(table(frows, ["floor", "what it times", "cycles [95% CI]", "instructions"],
+                align="lllr"), file=out)
+    srows = []
+    for k, i in a["cache_interp"].items():
+        st = i["stretches"]
+        srows += [(k, f"{k0} -> {k1}", f"{s['i'] // k1} -> {s['i'] // k0}", e.fmt(2))
+                  for (k0, k1), e in zip(_pairs(st["ks"]), st["steps"])]
+    if srows:
+        print("\nthe interpreter alone over each M's interpreted stretch length k = i/M: cycles "
+              "per added interpreted instruction (one dispatch each, if the programs are "
+              "matched):", file=out)
+        print(table(srows, ["K", "k", "M", "cycles [95% CI]"], align="rlll"), file=out)
+    print("\n" + anomalies_text(a), file=out)
+    print("\n" + reading(a), file=out)
+    text = cache_reading(a)
+    if text:
+        print("\n" + text, file=out)
+
+
+def shim_vs_direct(a: dict) -> dict:
+    """Per K (str): what a round trip through the shim costs more than a
+    direct one ("excess": the slope of the difference, replicate by
+    replicate; "linear": whether the difference's steps agree, i.e. the
+    excess is one number at every M even where each crossing alone is not
+    linear), the same against the first K ("added"), and the exact
+    instructions of the difference.  Empty without jit-shim and jit-direct."""
+    out = {}
+    base = None
+    for k, ms in a["cache"].items():
+        if not {"jit-shim", "jit-direct"} <= set(ms):
+            return {}
+        shim, direct = ms["jit-shim"], ms["jit-direct"]
+        excess = stats.difference(shim["round_trip"], direct["round_trip"])
+        steps = [stats.difference(x, y) for x, y in zip(shim["steps"], direct["steps"])]
+        ins = (None if shim["instructions"] is None or direct["instructions"] is None
+               else shim["instructions"] - direct["instructions"])
+        out[k] = {"excess": excess, "steps": steps, "linear": not stats.unequal_pairs(steps),
+                  "instructions": ins,
+                  "added": None if base is None else stats.difference(excess, base)}
+        base = base if base is not None else excess
+    return out
+
+
+def first_k_shim_dearer(svd: dict) -> str | None:
+    """The K (str) from which on, up to the largest K measured, the shim's
+    round trip costs significantly more than a direct one; None if not even
+    at the largest."""
+    found = None
+    for k in reversed(list(svd)):
+        if svd[k]["excess"].lo > 0:
+            found = k
+        else:
+            break
+    return found
+
+
+def cache_reading(a: dict) -> str:
+    """The answer of a sweep at several K: from which K on the shim costs more
+    than a direct crossing, and by how much; and how each crossing moves with K."""
+    if len(a.get("cache") or {}) < 2:
+        return ""
+    svd = a.get("shim_vs_direct") or shim_vs_direct(a)
+    ks = list(a["cache"])
+    base = ks[0]
+    parts = []
+    if svd:
+        first = first_k_shim_dearer(svd)
+        each = "; ".join(f"K={k}: {v['excess'].fmt(1)}" for k, v in svd.items())
+        if first is None:
+            top = svd[ks[-1]]["excess"]
+            how = ("costs significantly less than" if top.hi < 0
+                   else "does not cost significantly more than")
+            parts.append(f"At K={ks[-1]}, the largest K measured, the shim's round trip {how} a "
+                         f"direct one (shim minus jit-direct, cycles per round trip: {each}).")
+            also = [k for k in ks if svd[k]["excess"].lo > 0]
+            if also:
+                parts.append(f"It costs significantly more at K={', '.join(also)}: no K from "
+                             "which on it always does in this run.")
+        elif first == base:
+            parts.append(f"At every K measured, from K={base} on, a round trip through the shim "
+                         f"costs more than a direct one (shim minus jit-direct, cycles per round "
+                         f"trip: {each}).")
+        else:
+            at = (f"{svd[first]['excess'].fmt(1)} cycles at K={first}"
+                  + ("" if first == ks[-1] else
+                     f" and {svd[ks[-1]]['excess'].fmt(1)} at K={ks[-1]}"))
+            parts.append(f"From K={first} on (of K = {', '.join(ks)}), a round trip through the "
+                         f"shim costs significantly more than a direct one, by {at} (all K: "
+                         f"{each}).")
+            below = ks[:ks.index(first)]
+            also = [k for k in below if svd[k]["excess"].lo > 0]
+            if also:
+                not_at = [k for k in below if k not in also]
+                parts.append(f"It costs significantly more at K={', '.join(also)} too, but "
+                             f"not at K={', '.join(not_at)} (an interval that reaches 0 or "
+                             "below).")
+        top = svd[ks[-1]]
+        if top["added"] is not None:
+            ins = ("" if top["instructions"] is None or svd[base]["instructions"] is None else
+                   f", {top['instructions'] - svd[base]['instructions']:+.0f} instructions")
+            parts.append(f"From K={base} to K={ks[-1]} the shim's excess over a direct round "
+                         f"trip moved by {top['added'].fmt(1)} cycles{ins}.")
+        bent = [k for k, v in svd.items() if not v["linear"]]
+        if bent:
+            parts.append(f"The excess is not one number at every M at K = {', '.join(bent)}: "
+                         "read it with the steps.")
+    moves = []
+    for mode, r in a["cache"][ks[-1]].items():
+        d = r.get("vs_base_cache")
+        if d is None:
+            continue
+        word = "more" if d.lo > 0 else "less" if d.hi < 0 else "no significant change"
+        moves.append(f"{mode} {d.fmt(1)} ({word})")
+    if moves:
+        parts.append(f"Each crossing's round trip at K={ks[-1]} against K={base}, in cycles: "
+                     + "; ".join(moves) + ".")
+    return " ".join(parts)
 
 
 def anomalies_text(a: dict) -> str:
@@ -389,11 +620,14 @@ def to_json(a: dict) -> dict:
         return v
     out = enc(a)
     pairs = _pairs(a["size"]["ms"])
-    for r in out["modes"].values():
-        r["steps"] = [{"m": list(p), **e} for p, e in zip(pairs, r["steps"])]
-    st = out.get("stretches")
-    if st:
-        st["steps"] = [{"k": list(p), **e} for p, e in zip(_pairs(st["ks"]), st["steps"])]
+    for ms in [out["modes"], *out.get("cache", {}).values()]:
+        for r in ms.values():
+            r["steps"] = [{"m": list(p), **e} for p, e in zip(pairs, r["steps"])]
+    for v in out.get("shim_vs_direct", {}).values():
+        v["steps"] = [{"m": list(p), **e} for p, e in zip(pairs, v["steps"])]
+    for st in [out.get("stretches"), *(i["stretches"] for i in out.get("cache_interp", {}).values())]:
+        if st:
+            st["steps"] = [{"k": list(p), **e} for p, e in zip(_pairs(st["ks"]), st["steps"])]
     return out
 
 
@@ -421,6 +655,17 @@ def plot(a: dict, prefix: Path) -> list[Path]:
     ax2.set_title("cost against stretch length")
     ax2.legend(fontsize=8)
     fig.tight_layout()
+    paths = _save(fig, str(prefix))
+    if len(a.get("cache") or {}) > 1:
+        fig, ax = plt.subplots(figsize=(6.5, 4.2))
+        draw_cache(ax, a)
+        fig.tight_layout()
+        paths += _save(fig, f"{prefix}-cache")
+    return paths
+
+
+def _save(fig, prefix: str) -> list[Path]:
+    import matplotlib.pyplot as plt
     paths = []
     for ext in ("png", "svg"):
         p = Path(f"{prefix}.{ext}")
@@ -430,13 +675,56 @@ def plot(a: dict, prefix: Path) -> list[Path]:
     return paths
 
 
+def draw_cache(ax, a: dict) -> None:
+    """Round trip against K, one line per crossing, 95% intervals as error
+    bars; a hollow marker where that K's sweep is not linear in M."""
+    modes = list(dict.fromkeys(m for ms in a["cache"].values() for m in ms))
+    for i, mode in enumerate(modes):
+        pts = [(int(k), ms[mode]) for k, ms in a["cache"].items() if mode in ms]
+        ks = np.array([k for k, _ in pts], float)
+        # side by side, a little apart, so the intervals do not hide each other
+        x = ks + 0.06 * (i - (len(modes) - 1) / 2)
+        y = np.array([r["round_trip"].value for _, r in pts])
+        err = np.array([[r["round_trip"].value - r["round_trip"].lo,
+                         r["round_trip"].hi - r["round_trip"].value] for _, r in pts]).T
+        line = ax.errorbar(x, y, yerr=err, marker="o", capsize=3, label=mode)
+        color = line[0].get_color()
+        for xi, yi, (_, r) in zip(x, y, pts):
+            if not r["linear"]:
+                ax.plot([xi], [yi], "o", color=color, mfc="white", mec=color, zorder=5)
+    # an interval stretched by one preempted worker would flatten every line:
+    # the axis follows the values, and a bar it cuts names its end
+    values = [r["round_trip"].value for ms in a["cache"].values() for r in ms.values()]
+    span = max(max(values) - min(min(values), 0), 1.0)
+    top, bottom = max(values) + 0.6 * span, min(min(values), 0) - 0.15 * span
+    ax.set_ylim(bottom, top)
+    for i, mode in enumerate(modes):
+        for k, ms in a["cache"].items():
+            r = ms.get(mode)
+            if r is None:
+                continue
+            x = int(k) + 0.06 * (i - (len(modes) - 1) / 2)
+            for end, y, va in ((r["round_trip"].hi, top, "top"),
+                               (r["round_trip"].lo, bottom, "bottom")):
+                if (end > top and va == "top") or (end < bottom and va == "bottom"):
+                    ax.annotate(f"{end:.0f}", (x, y), fontsize=6, ha="center", va=va,
+                                rotation=90, annotation_clip=False)
+    ax.set_xticks(sorted({int(k) for k in a["cache"]}))
+    ax.set_xlabel("K: operand-stack values kept in registers (--cache K)")
+    ax.set_ylabel("cycles per round trip [95% CI]")
+    ax.set_title("round trip against K (hollow: not linear in M; a cut bar's end is written "
+                 "at the edge)", loc="left", fontsize="small")
+    ax.legend(fontsize="small")
+
+
 # -- command ------------------------------------------------------------------------
 
 def main(args) -> int:
     size = SIZES[args.size]
     cc = toolchain.get_compiler(args.cc, need=set(mode_registry.get("jit-direct").features)).name
     modes = tuple(args.mode or MODES)
-    configs = configs_for(size, cc, modes)
+    caches = sorted(set(getattr(args, "cache", None) or [0]))
+    configs = configs_for(size, cc, modes, caches)
     procs, warmup, samples = size["runs"]
     opts = harness.Options(processes=args.processes or procs, warmup=warmup,
                            samples=args.samples or samples, cpu=args.cpu,
@@ -444,13 +732,15 @@ def main(args) -> int:
     results = harness.open_results(args, "transitions", configs)
     path = results.path
     print(f"{len(configs)} configurations x {opts.processes} worker processes x "
-          f"{opts.samples} samples ({cc})", file=sys.stderr)
+          f"{opts.samples} samples ({cc}"
+          + (f"; K = {', '.join(map(str, caches))}" if caches != [0] else "") + ")",
+          file=sys.stderr)
     outcome = harness.measure_and_tell(configs, results, opts)
     if outcome.interrupted:
         return 130
     if outcome.failures:
         return 1
-    a = analyze(results, size, cc, modes)
+    a = analyze(results, size, cc, modes, caches=caches)
     report(a)
     summary = path.with_name(path.stem + "-summary.json")
     summary.write_text(json.dumps(to_json(a), indent=1))

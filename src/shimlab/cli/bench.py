@@ -90,6 +90,8 @@ def add_parser(sub, help_text: str) -> None:
     t.add_argument("-o", "--output", help="results file (default: results/transitions-DATE.json)")
     _file_options(t)
     t.add_argument("--plot", action="store_true", help="write PNG/SVG plots next to it")
+    _cache(t, "every crossing at each K, its programs keeping K values live across each "
+              "crossing; one table, a row group per K")
     t.set_defaults(fn=transitions.main)
 
     g = bsub.add_parser("programs", help="BF and minipy programs: tailcall against the JIT modes")
