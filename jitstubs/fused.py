@@ -4,20 +4,30 @@ operand stack, and its result stays in a register.
 
 Operand kinds, one letter each: s the memory stack's top (popped), l a local
 ([fp + local]), i an immediate, r the cached top of stack (TOS, the first
-register the preserve_none argument list has left after the contract).  A
+register the preserve_none argument list has left after the contract), and
+x, y, z a local kept in rbx, r9, r10 (level 3, jit/reglocals.py).  A
 stencil `opt:ADD:li` adds an immediate to a local into TOS; `opt:cmp:rl`
 compares and `opt:leave-if:l` leaves the trace on its flags.  Scratch is
 rax and rcx; rdx is TOS, so no stencil here uses it for anything else.
+
+The locals' registers are ones no contract can hold VM state in: rbx is no
+preserve_none argument register, and contract.STENCIL_SCRATCH reserves r9
+and r10.  preserve_none callers keep nothing in them across a trace (the
+callee preserves only rsp and rbp), and no instruction stencil touches
+them.  A local in one is written through (`opt:keep:x:r` sets rbx and
+[fp + local]), so the frame is exact at every exit.
 """
-from peachpy.x86_64 import (ADD, AND, CMP, CQO, DEC, IDIV, IMUL, MOV, MOVZX, OR, SAR, SHL,
-                            SUB, TEST, XOR, al, cl, ecx, edx, qword, rax, rcx, rdx)
+from peachpy.x86_64 import (ADD, AND, CMP, CQO, DEC, IDIV, IMUL, MOV, MOVZX, MUL, OR, SAR, SHL,
+                            SHR, SUB, TEST, XOR, al, cl, ecx, edx, qword, r8, r9, r10, rax, rbx,
+                            rcx, rdx)
 from peachpy.x86_64 import SETE, SETG, SETGE, SETL, SETLE, SETNE
 
 from .asm import stencil
 
 TOS = rdx
-LEFT = "slir"                  # the left operand's kinds
-RIGHT = "lir"                  # the right one's (a stack operand has all below it on the stack)
+REGS = {"x": rbx, "y": r9, "z": r10}   # locals kept in registers (jit/reglocals.py)
+LEFT = "slir" + "".join(REGS)  # the left operand's kinds
+RIGHT = "lir" + "".join(REGS)  # the right one's (a stack operand has all below it on the stack)
 PAIRS = [a + b for a in LEFT for b in RIGHT if a + b not in ("ii", "rr")]
 CC = {"LT": "l", "LE": "le", "EQ": "e", "NE": "ne", "GT": "g", "GE": "ge"}
 _SETCC = {"l": SETL, "le": SETLE, "e": SETE, "ne": SETNE, "g": SETG, "ge": SETGE}
@@ -31,6 +41,8 @@ def _right(a, r, kind):
         return qword[r.fp + a.hole("local2")]
     if kind == "i":
         return a.hole("oparg2")
+    if kind in REGS:
+        return REGS[kind]
     return TOS
 
 
@@ -41,6 +53,8 @@ def _left_into_rax(a, r, kind):
         a(MOV(rax, qword[r.fp + a.hole("local")]))
     elif kind == "i":
         a(MOV(rax, a.hole("oparg")))
+    elif kind in REGS:
+        a(MOV(rax, REGS[kind]))
     else:
         a(MOV(rax, TOS))
 
@@ -111,8 +125,30 @@ def _by_imm(op, left):
 
 
 for _op in ("LSHIFT", "RSHIFT", "FLOORDIV", "MOD"):
-    for _left in "slr":
+    for _left in "slr" + "".join(REGS):
         stencil(f"opt:{_op}:{_left}i", f"TOS = left {_op} a checked immediate")(_by_imm(_op, _left))
+
+
+# Floor division and modulo by a constant d >= 2 without a divide: with t the
+# sign of a (0 or -1), u = a ^ t is below 2**63 and floor(a / d) = (u // d) ^ t;
+# u // d is the high half of u * m shifted right by s, with the reciprocal
+# m < 2**64 and s that jit/fuse.py's magic() makes exact for every such u
+# (the dividend has 63 bits: Granlund and Montgomery's condition).
+# Holes: const m, oparg s, oparg2 d (modulo: a - q * d).  Scratch: rax, rcx, r8.
+def _by_magic(op, left):
+    def emit(a, r):
+        _left_into_rax(a, r, left)
+        a(MOV(r8, rax), CQO(), XOR(rax, rdx), MOV(rdx, a.hole("const")), MUL(rdx),
+          MOV(ecx, a.hole("oparg")), SHR(rdx, cl), MOV(rax, r8), SAR(rax, 63), XOR(rdx, rax))
+        if op == "MOD":
+            a(IMUL(rdx, rdx, a.hole("oparg2")), SUB(r8, rdx), MOV(TOS, r8))
+    return emit
+
+
+for _op in ("FLOORDIV", "MOD"):
+    for _left in "slr" + "".join(REGS):
+        stencil(f"opt:{_op}:{_left}m", f"TOS = left {_op} a constant, by its reciprocal")(
+            _by_magic(_op, _left))
 
 
 @stencil("opt:store:r")
@@ -143,6 +179,46 @@ def push_l(a, r):
 @stencil("opt:push:i")
 def push_i(a, r):
     a(MOV(qword[r.sp], a.hole("oparg2")), ADD(r.sp, 8))
+
+
+# -- locals kept in registers (level 3): loaded at the trace's entry, read
+# from the register, written through to the frame ------------------------
+
+def _reg_local(k, reg):
+    @stencil(f"opt:load:{k}", f"{reg} = a local (the trace's entry)")
+    def load(a, r):
+        a(MOV(reg, qword[r.fp + a.hole("local")]))
+
+    @stencil(f"opt:push:{k}", f"push the local kept in {reg}")
+    def push(a, r):
+        a(MOV(qword[r.sp], reg), ADD(r.sp, 8))
+
+    @stencil(f"opt:store:{k}", f"a local in memory = the local kept in {reg}")
+    def store(a, r):
+        a(MOV(qword[r.fp + a.hole("local")], reg))
+
+    def keep(src):
+        def emit(a, r):
+            if src == "s":
+                a(MOV(reg, qword[r.sp - 8]), SUB(r.sp, 8))
+            elif src == "l":
+                a(MOV(reg, qword[r.fp + a.hole("local2")]))
+            elif src == "i":
+                a(MOV(reg, a.hole("oparg2")))
+            elif src == "r":
+                a(MOV(reg, TOS))
+            elif REGS[src] is not reg:
+                a(MOV(reg, REGS[src]))
+            a(MOV(qword[r.fp + a.hole("local")], reg))
+        return emit
+
+    for src in "slir" + "".join(REGS):
+        stencil(f"opt:keep:{k}:{src}",
+                f"the local kept in {reg} = {src}, written through to the frame")(keep(src))
+
+
+for _k, _reg in REGS.items():
+    _reg_local(_k, _reg)
 
 
 # the compare-and-branch fusion's other half: a JUMP_IF_* on a value in TOS

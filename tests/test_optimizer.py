@@ -1,5 +1,5 @@
 """The BF front end's idioms (--bf-opt 1) and the trace optimizer's levels
-(--jit-opt 0|1|2, side exits linked): exact against the oracle on the corpus
+(--jit-opt 0|1|2|3, side exits linked): exact against the oracle on the corpus
 and on cases chosen for their edges (tape bounds, 8-bit wrap-around), and
 doing what they claim (instructions replaced, exits linked, crossings saved).
 """
@@ -18,6 +18,7 @@ from shimlab import isa, isolate, reference, vm
 from shimlab.bytecode import disassemble
 from shimlab.frontend import bf, compile_text, load_program
 from shimlab.jit import optimize
+from shimlab.jit.defaults import DEFAULT_LEVEL
 from shimlab.modes import JIT as JIT_MODES
 
 OP = isa.OPCODE
@@ -56,6 +57,25 @@ def test_level_0_is_the_plain_folded_stream():
                          "CELL_ADD", "MOVE", "CELL_ADD", "MOVE", "LOOP_IF_CELL", "HALT"]
 
 
+def test_moves_fuse_into_loop_tests_and_adds_pair_up():
+    p = bf.compile_source(">>[->+>+<<.]<", "t", 1)
+    assert _names(p) == ["MOVE_JUMP_IF_CELL_ZERO", "CELL_ADD2_AT", "CELL_ADD_AT", "CELL_OUT",
+                         "LOOP_IF_CELL", "MOVE", "HALT"]
+    assert p.code[0] == (OP["MOVE_JUMP_IF_CELL_ZERO"], isa.pack_move_jump(2, 5))
+    assert isa.unpack_add2(p.code[1][1]) == (0, 255, 1, 1)
+    p = bf.compile_source("[->.>]", "t", 1)
+    assert _names(p) == ["JUMP_IF_CELL_ZERO", "CELL_ADD", "MOVE", "CELL_OUT",
+                         "MOVE_LOOP_IF_CELL", "HALT"]
+    assert p.code[4] == (OP["MOVE_LOOP_IF_CELL"], isa.pack_move_jump(1, -3))
+    assert "move +1, -3 (to 1)" in disassemble(p)
+
+
+def test_a_loop_too_long_for_a_one_byte_jump_keeps_its_move():
+    p = bf.compile_source(">[" + ".>" * 200 + "]", "t", 1)
+    assert _names(p)[:2] == ["MOVE", "JUMP_IF_CELL_ZERO"]
+    assert _names(p)[-2:] == ["LOOP_IF_CELL", "HALT"]
+
+
 def test_a_loop_with_output_or_a_nested_loop_stays_a_loop():
     assert "LOOP_IF_CELL" in _names(bf.compile_source("[->+<.]", "t", 1))
     assert "LOOP_IF_CELL" in _names(bf.compile_source("[->[-]<]", "t", 1))
@@ -87,6 +107,8 @@ EDGES = [
     ("+++++[+>++<]>.", b""), ("-[->+>+<<]>.>.", b""),
     # offsets on the far side of a moving head, clears and sets in one block
     ("+++++[>+++>[-]++<<-]>.>.", b""), (",[>,]<[.<]", b"abcdef"),
+    # a fused move-and-test off the tape, and two adds in one whose second cell is
+    ("<[.]", b""), ("++[.>]", b""), ("+[-<<+>>.]", b""), ("+>+>++[-<+>.<]<<.", b""),
 ]
 
 
@@ -104,6 +126,27 @@ MINIPY_EDGES = [
     "a = 3\nb = 0\nwhile b < 50:\n    b = b + a * 2 - 1\n    a = b - a\nprint(a, b)\n",
     # division and shifts by constants, negative operands
     "s = 0\nfor i in range(-40, 40):\n    s += i // 7 + i % 5 + (i << 3) + (i >> 2)\nprint(s)\n",
+    # // and % by constants through their reciprocals: powers of two, the
+    # largest immediate, dividends near the int64 ends; constants folded
+    "s = 0\nb = 9223372036854775807\nfor i in range(-30, 30):\n"
+    "    a = b - i * 3\n    c = 0 - a\n"
+    "    s += a // 3 + a % 3 + c // 3 + c % 3 + c // 64 + c % 64 + a // 2147483647\n"
+    "    s += c % 2147483647 + (i * 1000003) // 1000 + (i * 7) % 2 + i // 1 + i % 1\n"
+    "    s += (7 // 2) + (-7 % 3) + (1 << 3) + (3 < 4)\nprint(s)\n",
+    # locals in registers (level 3) that the interpreter reads and writes at
+    # side exits, the hot and the cold ones, and where a trace ends
+    "t = 0\nu = 1\nfor i in range(300):\n    t = t + i\n    u = u + t % 7\n"
+    "    if i % 7 == 3:\n        t = t * 2 - u\n    elif i % 11 == 5:\n        u = u - i\n"
+    "print(t, u)\n",
+    # ... around a deopt (a divisor of -1 and then 0: the interpreter runs
+    # the division, and the error leaves the locals as they were)
+    "s = 0\nd = 40\nwhile d > -5:\n    s = s + 1000 // d + s % 3\n    d = d - 1\n"
+    "    if d == 0:\n        d = -1\nd = 3\nwhile True:\n    s = s + 100 // (d - 1)\n    d = d - 1\n",
+    # ... and a call and a print inside the loop, which end its trace
+    "def f(a, b):\n    return a * 3 + b\n\n"
+    "def main():\n    x = 1\n    y = 2\n    i = 0\n    while i < 200:\n        x = x + i\n"
+    "        y = f(x, y) % 1000003\n        if i % 50 == 0:\n            print(x, y)\n"
+    "        i = i + 1\n    print(x, y, i)\n\n\nmain()\n",
 ]
 
 
@@ -211,7 +254,76 @@ def test_level_2_fuses_minipy_stack_traffic():
                for f in folded), folded
 
 
-@pytest.mark.parametrize("option", ["--jit-opt 3", "--bf-opt 2", "--jit-opt x"])
+LOCALS_LOOP = ("def main():\n    t = 0\n    j = 0\n    while j < 5000:\n        t = t + j % 7\n"
+               "        if t % 1000 == 999:\n            t = t - 1\n        j = j + 1\n"
+               "    print(t, j)\n\n\nmain()\n")
+
+
+def test_level_3_keeps_a_loops_locals_in_registers():
+    """The loop's locals live in registers (and --stats says so); the output
+    is the oracle's (_stats checks), the side exit's included."""
+    *_, report, folded = _stats(LOCALS_LOOP, "minipy", opt=3)
+    assert any(f.get("locals in registers", 0) == 2 for f in folded), folded
+    assert "2 locals in registers" in report
+    *_, folded2 = _stats(LOCALS_LOOP, "minipy", opt=2)
+    assert not any("locals in registers" in f for f in folded2), folded2
+
+
+def _lowered(src, level, source="peachpy"):
+    """The optimizer's pieces for the first loop trace of a minipy program."""
+    from shimlab.jit.trace import from_recording
+    program = compile_text(src, "x.py", "minipy", 1)
+    ops = [(op, arg) for op, arg in program.code]
+    names = _names(program)
+    head = names.index("LOOP")       # the while loop: from its header to its back-edge
+    start = head + ops[head][1]
+    rec = list(range(start, head + 1))
+    # the recorded path: every branch falls through (the loop's body runs straight on)
+    rec = [pc for pc in rec if not (start < pc < head and names[pc] == "JUMP")]
+    trace = from_recording(ops, rec, start)
+    return optimize.lower(trace, program.consts, level, count=False,
+                          registers=source == "peachpy")
+
+
+def test_level_3_reads_registers_and_writes_through_to_the_frame():
+    low = _lowered(LOCALS_LOOP, 3)
+    names = [p.stencil for p in low.pieces]
+    assert names[:2] == ["opt:load:x", "opt:load:y"], names     # loaded before the label
+    assert min(low.labels.values()) == 2
+    keeps = [p for p in low.pieces if p.stencil.startswith("opt:keep:")]
+    assert keeps and all("local" in p.values for p in keeps)    # each store also to [fp + local]
+    # no piece reads a kept local from the frame any more
+    kept = {p.values["local"] for p in low.pieces[:2]}
+    for p in low.pieces[2:]:
+        kind = p.stencil.split(":")
+        if len(kind) == 3 and kind[0] == "opt" and kind[1] not in ("keep", "store", "load"):
+            assert not (kind[2][:1] == "l" and p.values.get("local") in kept), p
+            assert not (kind[2][1:] == "l" and p.values.get("local2") in kept), p
+    # clang-built instruction stencils may use any register: level 3 is level 2 there
+    assert [p.stencil for p in _lowered(LOCALS_LOOP, 3, "clang").pieces] == \
+        [p.stencil for p in _lowered(LOCALS_LOOP, 2).pieces]
+
+
+def test_division_by_a_constant_uses_its_reciprocal():
+    from shimlab.jit.fuse import magic
+    import random
+    rng = random.Random(13)
+    divisors = [2, 3, 5, 7, 50, 64, 1000, 12345, 2 ** 30, 2 ** 31 - 1] + \
+        [rng.randrange(2, 2 ** 31) for _ in range(100)]
+    for d in divisors:
+        m, s = magic(d)
+        assert m < 1 << 64
+        for u in [0, 1, d - 1, d, d + 1, 2 ** 63 - 1, 2 ** 63 - d] + \
+                [rng.randrange(2 ** 63) for _ in range(200)]:
+            assert (u * m >> 64) >> s == u // d, (u, d)
+    low = _lowered("def main():\n    s = 0\n    i = 0\n    while i < 99:\n        s = s + i % 3"
+                   " + i // 7\n        i = i + 1\n    print(s)\n\n\nmain()\n", 2)
+    names = [p.stencil for p in low.pieces]
+    assert any(n.startswith("opt:MOD:") and n.endswith("m") for n in names), names
+    assert any(n.startswith("opt:FLOORDIV:") and n.endswith("m") for n in names), names
+
+
+@pytest.mark.parametrize("option", ["--jit-opt 4", "--bf-opt 2", "--jit-opt x"])
 def test_run_refuses_a_level_that_does_not_exist(option, tmp_path):
     prog = tmp_path / "p.bf"
     prog.write_text("+.")
@@ -232,3 +344,93 @@ def test_the_jit_api_refuses_a_stencil_of_another_instruction():
         with vm.Loaded(get_build("jit-direct", cc), program,
                        jit={"stencils": {"CELL_ADD": "LOAD_INT"}}) as loaded:
             loaded.run()
+
+
+# -- the time a trace takes to make -------------------------------------------------------
+
+def test_stats_give_the_mean_time_to_record_optimize_and_compile_a_trace():
+    *_, report, _ = _stats(BRANCHY, "minipy", opt=3)
+    line = [x for x in report.splitlines() if "trace time (CPU), mean of" in x]
+    assert line and all(f"{phase} " in line[0] for phase in ("record", "optimize", "compile"))
+    per100 = report.splitlines()[report.splitlines().index(line[0]) + 1]
+    assert "per 100 instructions: record" in per100 and "in all" in per100, report
+
+
+def _recordings(path):
+    """What the JIT was handed running `path` (jit-direct, the default level):
+    each recording's from_recording arguments and the trace (or the
+    decline) made of it."""
+    from shimlab.jit import runtime
+    from shimlab.jit.trace import Decline
+    cc = next(cc for m, cc in interpreter_configs() if m == "tailcall")
+    b = get_build("jit-direct", cc)
+
+    def child():
+        got, real = [], runtime.from_recording
+
+        def spy(code, rec, stop_pc, **kw):
+            entry = [bytes(rec), stop_pc, kw]
+            got.append(entry)
+            try:
+                trace = real(code, rec, stop_pc, **kw)
+            except Decline as d:
+                entry.append(("declined", d.reason, d.retry))
+                raise
+            entry.append((trace.ops, trace.closed, trace.end_pc, trace.why_end, trace.retry))
+            return trace
+        runtime.from_recording = spy
+        with vm.Loaded(b, load_program(path, bf_opt=1), _input_for(path),
+                       jit={"opt": DEFAULT_LEVEL}) as loaded:
+            loaded.run()
+        return got
+    return isolate.call(f"recording {path.name}", child, timeout=300)
+
+
+# an outer loop whose recording runs through 20,000 iterations of its inner loop
+LONG_INNER = "t = 0\nfor i in range(100):\n    j = 0\n    while j < 20000:\n        j += 1\n" \
+    "    t += j\nprint(t)\n"
+
+
+@pytest.mark.parametrize("name", ["heavy.bf", "nested_loops.py", "long-inner.py",
+                                  pytest.param("mandel.bf", marks=pytest.mark.slow)])
+def test_a_recordings_inner_loops_are_skipped_to_the_same_trace_as_a_walk(name, monkeypatch,
+                                                                           tmp_path):
+    """from_recording finds where a recording leaves an inner loop with a
+    bytes search; walking the iterations (as it did) gives the same traces."""
+    from array import array
+    from shimlab.jit import trace as trace_mod
+    if name == "long-inner.py":
+        path = tmp_path / name
+        path.write_text(LONG_INNER)
+    else:
+        path = next(p for p in _examples() if p.name == name)
+    program = load_program(path, bf_opt=1)
+    recordings = _recordings(path)
+    longest = max(len(r[0]) // 4 for r in recordings)
+    assert longest > (100_000 if name == "long-inner.py" else 300), longest
+    monkeypatch.setattr(trace_mod, "_past_loop",
+                        lambda code, rec, i, first, last, memo=None: trace_mod._walk(rec, i, first,
+                                                                                     last))
+    for rec_bytes, stop_pc, kw, got in recordings:
+        rec = array("i")
+        rec.frombytes(rec_bytes)
+        try:
+            t = trace_mod.from_recording(program.code, rec, stop_pc, **kw)
+            want = (t.ops, t.closed, t.end_pc, t.why_end, t.retry)
+        except trace_mod.Decline as d:
+            want = ("declined", d.reason, d.retry)
+        assert got == want, (stop_pc, len(rec))
+
+
+def test_first_of_finds_what_a_walk_finds():
+    import random
+    from array import array
+    from shimlab.jit.trace import first_of
+    rng = random.Random(5)
+    for _ in range(500):
+        rec = array("i", [rng.randrange(-3, 40) for _ in range(rng.randrange(1, 200))])
+        pcs = set(rng.sample(range(-3, 45), rng.randrange(0, 5)))
+        i = rng.randrange(len(rec))
+        assert first_of(rec, pcs, i) == next((k for k in range(i, len(rec)) if rec[k] in pcs),
+                                             None)
+        assert first_of(list(rec), pcs, i) == first_of(rec, pcs, i)

@@ -46,6 +46,9 @@ def _arg_for(name: str, rng: random.Random) -> int:
         return rng.choice([2, 3])
     if name in ("MOVE", "SCAN"):
         return rng.choice([-3, -1, 1, 2, 40, -40])
+    if name == "CELL_ADD2_AT":
+        return isa.pack_add2(rng.choice([-3, 0, 1, 40, -128]), rng.randrange(256),
+                             rng.choice([-1, 0, 2, 127, -40]), rng.randrange(256))
     if name in ("PRINT_BYTE", "CELL_ADD"):
         return rng.choice([0, 1, 65, 255, -7, 300])
     return rng.choice([0, 1, -1, 7, -100000, 1 << 30])
@@ -64,6 +67,12 @@ def case_for(stencil: str, rng: random.Random) -> Case:
             ops = [TraceOp(0, OP["CELL_ADD"], -1, "CELL_ADD"),
                    TraceOp(1, OP["LOOP_IF_CELL"], -1, stencil, 2, loop_pc)]
             end = 2
+        elif name == "MOVE_LOOP_IF_CELL":    # the same, moving by 0
+            arg = isa.pack_move_jump(0, -1)
+            code = [(OP["CELL_ADD"], -1), (OP[name], arg), halt]
+            ops = [TraceOp(0, OP["CELL_ADD"], -1, "CELL_ADD"),
+                   TraceOp(1, OP[name], arg, stencil, 2, loop_pc)]
+            end = 2
         else:                          # while cell: cell -= 1
             code = [(OP["JUMP_IF_CELL_ZERO"], 3), (OP["CELL_ADD"], -1), (OP["LOOP"], -2), halt]
             ops = [TraceOp(0, OP["JUMP_IF_CELL_ZERO"], 3, "JUMP_IF_CELL_ZERO:fallthrough", 3),
@@ -76,6 +85,18 @@ def case_for(stencil: str, rng: random.Random) -> Case:
         if variant == "taken":         # the trace goes on at the loop's header (pc 0, its end)
             return Case(code, [TraceOp(2, OP["LOOP_IF_CELL"], -2, stencil, 3)], False, 0)
         return Case(code, [TraceOp(2, OP["LOOP_IF_CELL"], -2, stencil, 0)], False, 3)
+    if name == "MOVE_LOOP_IF_CELL":    # as LOOP_IF_CELL, after a move
+        arg = isa.pack_move_jump(rng.choice([-3, -1, 1, 2, 40, -40]), -2)
+        code = [halt, halt, (OP[name], arg), halt]
+        if variant == "taken":
+            return Case(code, [TraceOp(2, OP[name], arg, stencil, 3)], False, 0)
+        return Case(code, [TraceOp(2, OP[name], arg, stencil, 0)], False, 3)
+    if name == "MOVE_JUMP_IF_CELL_ZERO":
+        disp = rng.choice([2, 3])
+        arg = isa.pack_move_jump(rng.choice([-3, -1, 1, 2, 40, -40]), disp)
+        code = [(OP[name], arg)] + [halt] * 4
+        return Case(code, [TraceOp(0, OP[name], arg, stencil, 1 if variant == "taken" else disp)],
+                    False, disp if variant == "taken" else 1)
     if name == "LOOP":                 # taken: the trace goes on at the loop's header
         code = [halt, halt, (OP["LOOP"], -2), halt]
         return Case(code, [TraceOp(2, OP["LOOP"], -2, stencil)], False, 0)
@@ -123,7 +144,7 @@ def run_stencil(name: str, trials: int = 40, seed: int = 0, cc: str | None = Non
     st = stencil_store.load(state, source, b.compiler.name)
     # a missing or broken prototype: one line naming its file, line and stencil
     stencil_store.lookup(name, state, source, b.compiler.name)
-    if name.startswith(("exit:", "count", "uncount", "tally", "opt:")):
+    if name.startswith(("exit:", "entry:", "count", "uncount", "tally", "opt:")):
         # exercised by every other stencil's trace (exit), count builds, and the
         # optimizer's traces (opt:, whose operands the optimizer proves in bounds)
         return []
@@ -166,7 +187,12 @@ def run_stencil(name: str, trials: int = 40, seed: int = 0, cc: str | None = Non
                    "tape": bytes(f.buffer(v.tape, TAPE)),
                    "head": int(f.cast("uintptr_t", v.head)) - int(f.cast("uintptr_t", v.tape)),
                    "out": bytes(f.buffer(v.out, v.out_len)), "in_pos": int(v.in_pos)}
-        exits = {e.pc for e in compiled[-1].exits}
+        # where the oracle stops: the trace's exits; in a loop, not the deopt
+        # of an instruction in it, which the oracle runs through (and the
+        # cases never take: their loops stay on the tape)
+        exits = {e.pc for e in compiled[-1].exits
+                 if not (e.deopt and (case.closed or any(t.loop_pc is not None
+                                                         for t in case.ops)))}
         deopted = pc == case.ops[-1].pc and not case.closed and \
             any(h.kind == "deopt" for h in st[name].holes)
         if deopted:

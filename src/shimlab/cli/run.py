@@ -45,7 +45,8 @@ def add_parser(sub, help_text: str) -> None:
                    help=f"JIT modes: the trace optimizer's level: 0 one stencil per "
                         f"instruction (the crossing benchmarks' traces), 1 a virtual BF "
                         f"head with one bounds check per stretch, 2 also fuses minipy's "
-                        f"stack traffic (default {DEFAULT_LEVEL})")
+                        f"stack traffic, 3 also keeps a loop's locals in registers "
+                        f"(default {DEFAULT_LEVEL})")
     p.add_argument("--bf-opt", type=int, choices=bf.LEVELS, default=bf.DEFAULT_LEVEL,
                    metavar="LEVEL",
                    help=f"BF programs: 0 the plain folded instruction stream (dispatch "

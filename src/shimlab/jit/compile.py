@@ -3,11 +3,13 @@ and patches every hole.  The trace body is the same bytes in every JIT
 mode; only the exit stubs (fixed-size slots after the body) differ."""
 from __future__ import annotations
 
+import re
 import struct
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from .. import isa, modes
+from ..abi import contract
 from ..errors import ShimlabError
 from . import optimize
 from . import stencils as stencil_store
@@ -63,6 +65,7 @@ class Compiled:
     entry_tally: int = 0                                # bytes of the entry tally (--stats)
     block_ops: list[int] = field(default_factory=list)  # --stats: instructions per block
     retakes: list[bool] = field(default_factory=list)   # per exit: re-runs an instruction counted as run
+    entry_stub: int = 0                                 # bytes of the entry trampoline (jit-trampoline)
 
 
 def _to_handler(ctx: Context, ex: Exit) -> bool:
@@ -77,9 +80,36 @@ def _to_handler(ctx: Context, ex: Exit) -> bool:
 
 
 def _hot_exit(ctx: Context) -> str:
-    if modes.get(ctx.mode).exit_stencil.startswith("exit:shim"):
+    mode = modes.get(ctx.mode)
+    if mode.exit_stencil.startswith("exit:shim"):
         return "opt:hot-exit:shim"
-    return "opt:hot-exit:count" if ctx.count else "opt:hot-exit"
+    base = "opt:hot-exit:trampoline" if mode.trace_order else "opt:hot-exit"
+    return base + ":count" if ctx.count else base
+
+
+def _stubs(mode: modes.Mode) -> set[str]:
+    """The stencils of a mode's crossings that a trace in another register
+    order takes from the interpreter's artifact (less their :kK suffix): they
+    are written against both orders (jitstubs/trampoline.py)."""
+    return {mode.entry_stencil, mode.exit_stencil, mode.count_exit_stencil,
+            mode.handler_exit_stencil, mode.handler_exit_stencil + ":far",
+            "opt:hot-exit:trampoline", "opt:hot-exit:trampoline:count"}
+
+
+def load_stencils(ctx: Context) -> dict:
+    """The stencils a trace of ctx's mode is made of: the interpreter's order's,
+    or, for a mode whose traces run in another order (jit-trampoline), that
+    order's, with the crossing stubs of the interpreter's."""
+    mode = modes.get(ctx.mode)
+    if not mode.trace_order:
+        return stencil_store.load(ctx.state, ctx.source, ctx.cc)
+    if ctx.source != "peachpy":
+        raise CompileError(f"{ctx.mode}: its traces run in another register order than the "
+                           f"interpreter's, which {ctx.source}-built stencils cannot; use peachpy")
+    st = dict(stencil_store.load(contract.trace_state(ctx.state, mode.trace_order)))
+    stubs, names = stencil_store.load(ctx.state), _stubs(mode)
+    st.update({n: s for n, s in stubs.items() if re.sub(r":k\d+$", "", n) in names})
+    return st
 
 
 def _exit_parts(ctx: Context, ex: Exit, far: bool = False, linked: bool = False) -> list[str]:
@@ -101,33 +131,52 @@ def _exit_parts(ctx: Context, ex: Exit, far: bool = False, linked: bool = False)
         parts.append("uncount")
     # an interpreter with K cached values: the exit stub's :kK variant reloads them
     k = f":k{ctx.cache}" if ctx.cache else ""
+    mode = modes.get(ctx.mode)
     if _to_handler(ctx, ex):
         if ctx.count:
             parts.append("count")
-        return parts + [("exit:direct-handler:far" if far else "exit:direct-handler") + k]
-    mode = modes.get(ctx.mode)
+        return parts + [mode.handler_exit_stencil + (":far" if far else "") + k]
     return parts + [(mode.count_exit_stencil if ctx.count else mode.exit_stencil) + k]
 
 
 def slot_size(st: dict, count: bool, stats: bool, virtual_head: bool = False,
-              cache: int = 0, hot: bool = False) -> int:
-    """One slot size for all modes, so the body's bytes do not depend on the
+              cache: int = 0, hot: bool = False, order: str = "") -> int:
+    """One slot size for all modes whose traces run in the same register order
+    (`order`, modes.py trace_order), so the body's bytes do not depend on the
     mode (plain traces keep the size they had before the optimizer)."""
     # what decides it: the flags and the sizes of the stencils an exit is made of
-    key = (count, stats, virtual_head, cache, hot,
-           tuple((n, len(st[n].code)) for n in st if n.startswith(_SLOT_PARTS)))
+    key = (count, stats, virtual_head, cache, hot, order,
+           tuple((n, len(st[n].code)) for n in _slot_names(st)))
     if key not in _SLOT_SIZES:
-        _SLOT_SIZES[key] = _slot_size(st, count, stats, virtual_head, cache, hot)
+        _SLOT_SIZES[key] = _slot_size(st, count, stats, virtual_head, cache, hot, order)
     return _SLOT_SIZES[key]
 
 
 _SLOT_SIZES: dict = {}
+_SLOT_NAMES: dict = {}    # (len(st), its tally stencil) -> (that stencil, the slot parts' names)
+
+
+def _slot_names(st: dict) -> tuple:
+    """The names of st's stencils an exit slot can be made of, walked once
+    per stencil set rather than per compile (~500 names: it once took a
+    third of a compile).  Only the standard artifact has such names (a
+    prototype is named after an instruction), and a set of stencils
+    loaded is told by its size and its tally stencil object (kept, so its
+    id is not reused)."""
+    tally = st.get("tally")
+    key = (len(st), id(tally))
+    hit = _SLOT_NAMES.get(key)
+    if hit is None or hit[0] is not tally:
+        hit = _SLOT_NAMES[key] = (tally, tuple(n for n in st if n.startswith(_SLOT_PARTS)))
+    return hit[1]
 _SLOT_PARTS = ("exit:", "opt:head", "opt:hot-exit", "opt:link", "tally", "count", "uncount")
 
 
-def _slot_size(st, count, stats, virtual_head, cache, hot) -> int:
+def _slot_size(st, count, stats, virtual_head, cache, hot, order) -> int:
     worst = 0
     for mode in modes.JIT:
+        if modes.get(mode).trace_order != order:
+            continue
         ctx = Context(mode, 0, [], [], count=count, tallies=0 if stats else None, cache=cache,
                       heat=0 if hot else None)
         for deopt in (False, True):
@@ -169,7 +218,8 @@ def _lower(trace: Trace, ctx: Context, st: dict):
     cached = getattr(trace, "_lowered", None)
     if cached is not None and cached[0] == key:
         return cached[1], cached[2]
-    lowered = optimize.lower(trace, ctx.consts, ctx.opt, ctx.count)
+    lowered = optimize.lower(trace, ctx.consts, ctx.opt, ctx.count,
+                             registers=ctx.source == "peachpy")
     for p in lowered.pieces:
         if p.stencil not in st:
             where = f" (pc {p.op.pc})" if p.op is not None else ""
@@ -179,29 +229,43 @@ def _lower(trace: Trace, ctx: Context, st: dict):
     return lowered, block_ops
 
 
+def lower(trace: Trace, ctx: Context) -> None:
+    """Runs the optimizer for `trace` now (compile_trace reuses its pieces):
+    so the optimizer's time can be told from copy-and-patch's."""
+    _lower(trace, ctx, load_stencils(ctx))
+
+
 def _reaches(slot_at: int, target: int, slot: int) -> bool:
     """Whether a rel32 field anywhere in the slot at `slot_at` reaches `target`."""
     return -(1 << 31) < target - (slot_at + slot) and target - slot_at < (1 << 31)
 
 
-def compile_trace(trace: Trace, ctx: Context, base: int | None) -> Compiled:
+def compile_trace(trace: Trace, ctx: Context, base: int | None,
+                  size_only: bool = False) -> Compiled:
     """Machine code for `trace` when it will run at address `base` (None: only
-    its size is wanted)."""
-    st = stencil_store.load(ctx.state, ctx.source, ctx.cc)
+    its size is wanted); size_only: no code (zeros), no holes patched, only
+    the sizes and exits (what placing a trace needs, at half the cost)."""
     if not modes.is_jit(ctx.mode):
         raise CompileError(f"not a JIT mode: {ctx.mode}")
+    mode = modes.get(ctx.mode)
+    st = load_stencils(ctx)
     # pass 1: the optimizer's pieces, and where each label (a jump target
     # with the head materialized) starts
     lowered, block_ops = _lower(trace, ctx, st)
     pieces = lowered.pieces
     if ctx.tallies is not None:
         pieces = [optimize.Piece("tally", {"tally": ctx.tallies})] + pieces
+    # jit-trampoline: ENTER_JIT lands in the entry trampoline, which falls into
+    # the trace (and its entry tally); a trace that links here jumps past it
+    entry = mode.entry_stencil + (f":k{ctx.cache}" if ctx.cache else "")
+    if mode.entry_stencil:
+        pieces = [optimize.Piece(entry, {})] + pieces
     offsets, pos = [], 0
     for p in pieces:
         offsets.append(pos)
         pos += len(st[p.stencil].code)
     body = pos
-    first = 1 if ctx.tallies is not None else 0
+    first = (1 if ctx.tallies is not None else 0) + (1 if mode.entry_stencil else 0)
     at_pc = {pc: offsets[i + first] for pc, i in lowered.labels.items()}
     # pass 2: exits, one slot each; the end exit first, so the body falls into it
     exits: dict[Exit, int] = {}
@@ -229,8 +293,10 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None) -> Compiled:
                 values["branch"] = ("exit", exits.setdefault(Exit(t.exit_pc, None, head=p.d),
                                                              len(exits)))
     slot = slot_size(st, ctx.count, ctx.tallies is not None, ctx.opt > 0, cache=ctx.cache,
-                     hot=ctx.heat is not None)
+                     hot=ctx.heat is not None, order=mode.trace_order)
     total = body + slot * len(exits)
+    if size_only:
+        return Compiled(bytes(total), body, slot, list(exits), [])
     out = bytearray(total)
 
     def patch(stencil, at: int, values: dict, name: str) -> None:
@@ -302,4 +368,5 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None) -> Compiled:
         symbols.append((body + slot * idx, slot, f"exit->pc{ex.pc}"))
     return Compiled(bytes(out), body, slot, list(exits), symbols, patch_at, linked_to,
                     lowered.folded, len(st["tally"].code) if ctx.tallies is not None else 0,
-                    block_ops, [retakes.get(ex, False) for ex in exits])
+                    block_ops, [retakes.get(ex, False) for ex in exits],
+                    len(st[entry].code) if mode.entry_stencil else 0)

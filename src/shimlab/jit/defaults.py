@@ -5,5 +5,5 @@ from __future__ import annotations
 # back-edges of a loop before it is recorded and traced (1: at once)
 DEFAULT_THRESHOLD = 64
 # the trace optimizer's levels (jit/optimize.py says what each does)
-LEVELS = (0, 1, 2)
-DEFAULT_LEVEL = 2
+LEVELS = (0, 1, 2, 3)
+DEFAULT_LEVEL = 3

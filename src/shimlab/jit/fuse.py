@@ -19,8 +19,28 @@ NEGATE = {"l": "ge", "le": "g", "e": "ne", "ne": "e", "g": "le", "ge": "l"}
 BY_IMM = {"LSHIFT": range(0, 64), "RSHIFT": range(0, 64),
           "FLOORDIV": range(1, isa.INT32_MAX + 1), "MOD": range(1, isa.INT32_MAX + 1)}
 _FOLD = {"ADD": lambda a, b: a + b, "SUB": lambda a, b: a - b, "MUL": lambda a, b: a * b,
-         "AND": lambda a, b: a & b, "OR": lambda a, b: a | b, "XOR": lambda a, b: a ^ b}
+         "AND": lambda a, b: a & b, "OR": lambda a, b: a | b, "XOR": lambda a, b: a ^ b,
+         "LT": lambda a, b: int(a < b), "LE": lambda a, b: int(a <= b),
+         "EQ": lambda a, b: int(a == b), "NE": lambda a, b: int(a != b),
+         "GT": lambda a, b: int(a > b), "GE": lambda a, b: int(a >= b),
+         # Python's semantics on int64, as isa.py's; only where they cannot fail
+         "FLOORDIV": lambda a, b: a // b, "MOD": lambda a, b: a % b,
+         "LSHIFT": lambda a, b: a << b if b < 64 else 0, "RSHIFT": lambda a, b: a >> min(b, 63)}
+_FAILS = {"FLOORDIV": lambda b: b == 0, "MOD": lambda b: b == 0,
+          "LSHIFT": lambda b: b < 0, "RSHIFT": lambda b: b < 0}
 TRANSPARENT = {"NOP", "JUMP"}          # their stencils emit nothing
+
+
+def magic(d: int) -> tuple[int, int]:
+    """For a divisor 2 <= d < 2**31: (m, s) with u // d == (u * m >> 64) >> s
+    for every 0 <= u < 2**63 (jitstubs/fused.py's opt:FLOORDIV:*m).  With
+    l = ceil(log2 d), s = l - 1 and m = ceil(2**(63 + l) / d): m * d exceeds
+    2**(63 + l) by less than d <= 2**l, the bound that makes a 63-bit
+    dividend exact, and m < 2**64."""
+    l = (d - 1).bit_length()
+    m = -(-(1 << (63 + l)) // d)
+    assert 2 <= d and m < 1 << 64
+    return m, l - 1
 
 
 def leave_cc(guard: str, cc: str) -> str:
@@ -88,7 +108,9 @@ class VirtualStack:
             return 0
         a, b = e[-2], e[-1]
         pair = a[0] + b[0]
-        if name in ARITH and a[0] == b[0] == "i":
+        if name in _FOLD and a[0] == b[0] == "i":
+            if name in _FAILS and _FAILS[name](b[1]):
+                return 0            # the interpreter's error, from the plain stencil's deopt
             value = isa.wrap64(_FOLD[name](a[1], b[1]))
             if isa.INT32_MIN <= value <= isa.INT32_MAX:
                 self.count_piece(t, d)
@@ -99,6 +121,10 @@ class VirtualStack:
         if name in ARITH and pair in PAIRS:
             return self._binop(t, d, f"opt:{name}:{pair}", a, b)
         if name in BY_IMM and b[0] == "i" and b[1] in BY_IMM[name] and a[0] in "slr":
+            if name in ("FLOORDIV", "MOD") and b[1] >= 2:
+                m, shift = magic(b[1])
+                return self._binop(t, d, f"opt:{name}:{a[0]}m", a, b,
+                                   {"const": m, "oparg": shift})
             return self._binop(t, d, f"opt:{name}:{a[0]}i", a, b)
         if name in COMPARE and pair in PAIRS:
             nxt = ops[k + 1] if k + 1 < len(ops) else None
@@ -136,14 +162,14 @@ class VirtualStack:
         self.out.note("stack operations fused")
         return 1
 
-    def _binop(self, t, d, stencil, a, b) -> int:
+    def _binop(self, t, d, stencil, a, b, extra=None) -> int:
         e = self.entries
         self.count_piece(t, d)
         del e[-2:]
         if "r" not in (a[0], b[0]):
             self._free_tos(d)
-        self.emit(stencil, {**self._operand_values(a, True), **self._operand_values(b, False)},
-                  t, d)
+        self.emit(stencil, {**self._operand_values(a, True), **self._operand_values(b, False),
+                            **(extra or {})}, t, d)
         e.append(("r",))
         self.out.note("stack operations fused")
         return 1

@@ -9,7 +9,9 @@ head register catches up only where the interpreter or a jump can see it
 check per stretch proves the stretch's whole range of cells on the tape,
 deopting to the stretch's first instruction (where the interpreter then
 finds any error exactly) before anything in it ran.  Level 2 also fuses
-minipy's stack traffic (jit/fuse.py).
+minipy's stack traffic (jit/fuse.py), constant operands folded into the
+stencils (`x + 1`, `x < 100`) and constant expressions folded away.  Level 3
+also keeps a loop trace's hottest locals in registers (jit/reglocals.py).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from functools import lru_cache
 from .. import isa
 from .defaults import LEVELS     # there, so the CLI shows them without loading the JIT
 from .fuse import VirtualStack
+from .reglocals import keep_locals
 from .trace import Trace, TraceOp
 
 
@@ -51,7 +54,10 @@ def operand_values(t: TraceOp, consts: list[int]) -> dict:
     return values
 
 
-def lower(trace: Trace, consts: list[int], level: int, count: bool) -> Lowered:
+def lower(trace: Trace, consts: list[int], level: int, count: bool,
+          registers: bool = True) -> Lowered:
+    """registers: every instruction stencil is one whose registers level 3
+    knows (PeachPy's; False for clang-built ones)."""
     if level not in LEVELS:
         raise ValueError(f"optimizer level {level}: choose one of {LEVELS}")
     ops = list(trace.ops)
@@ -64,6 +70,8 @@ def lower(trace: Trace, consts: list[int], level: int, count: bool) -> Lowered:
             out.pieces.append(Piece(t.stencil, operand_values(t, consts), t))
         return out
     _VirtualHead(trace, ops, consts, count, out, fuse_stack=level >= 2).run()
+    if level >= 3 and registers and not any(overridden(t) for t in ops):
+        keep_locals(trace, out, Piece)
     return out
 
 
@@ -91,12 +99,20 @@ def _count(out: Lowered, t: TraceOp, count: bool, d: int = 0) -> None:
 _GUARD = {"JUMP_IF_CELL_ZERO:taken": "opt:guard-nonzero",
           "JUMP_IF_CELL_ZERO:fallthrough": "opt:guard-zero",
           "LOOP_IF_CELL:fallthrough": "opt:guard-nonzero",
-          "LOOP_IF_CELL:taken": "opt:guard-zero"}
+          "LOOP_IF_CELL:taken": "opt:guard-zero",
+          # the BF front end's fused move-and-test: the move folds into d first
+          "MOVE_JUMP_IF_CELL_ZERO:taken": "opt:guard-nonzero",
+          "MOVE_JUMP_IF_CELL_ZERO:fallthrough": "opt:guard-zero",
+          "MOVE_LOOP_IF_CELL:fallthrough": "opt:guard-nonzero",
+          "MOVE_LOOP_IF_CELL:taken": "opt:guard-zero"}
 # every instruction that reads or moves the head
 _ON_TAPE = {ins.name for ins in isa.INSTRUCTIONS if "HEAD" in ins.c or "TAPE_AT" in ins.c}
-_CELL_BRANCHES = ("JUMP_IF_CELL_ZERO", "LOOP_IF_CELL")
-_CHECKED = {"MOVE", "CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD"}   # each checked its cell
-_TAPE = {"CELL_ADD", "CELL_ZERO", "MOVE", "CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD"}
+_MOVE_BRANCHES = ("MOVE_JUMP_IF_CELL_ZERO", "MOVE_LOOP_IF_CELL")   # move by arg >> 8, then test
+_CELL_BRANCHES = ("JUMP_IF_CELL_ZERO", "LOOP_IF_CELL") + _MOVE_BRANCHES
+_CHECKED = {"MOVE", "CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD", "CELL_ADD2_AT",
+            *_MOVE_BRANCHES}   # each checked its cell (or cells)
+_TAPE = {"CELL_ADD", "CELL_ZERO", "MOVE", "CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD",
+         "CELL_ADD2_AT", *_MOVE_BRANCHES}
 
 
 class _VirtualHead:
@@ -113,18 +129,30 @@ class _VirtualHead:
 
     def _materializes(self, t: TraceOp) -> bool:
         """The head register must be the interpreter's before t runs: t is a
-        jump target, jumps to one, moves the head itself or does I/O."""
+        jump target, jumps to one, moves the head itself or does I/O.  A fused
+        move-and-test materializes after its move instead (_after_move)."""
+        if t.name in _MOVE_BRANCHES and not overridden(t):
+            return t.pc in self.label_pcs
         return (t.pc in self.label_pcs or t.loop_pc is not None or t.stencil.endswith(":close")
                 or overridden(t)
                 or (t.name in _CELL_BRANCHES and t.exit_pc in self.label_pcs)
                 or t.name in ("SCAN", "CELL_IN", "CELL_OUT"))
+
+    def _after_move(self, t: TraceOp) -> bool:
+        """t is a fused move-and-test that needs the head the interpreter's
+        after its move: its move ends a stretch (whose check covers it), and
+        its test is the plain instruction's stencil."""
+        return (t.name in _MOVE_BRANCHES and not overridden(t)
+                and (t.loop_pc is not None or t.stencil.endswith(":close")
+                     or t.exit_pc in self.label_pcs))
 
     def run(self) -> None:
         i, ops = 0, self.ops
         while i < len(ops):
             # a stretch: from a materialization point to the next
             j = i + 1
-            while j < len(ops) and not self._materializes(ops[j]) and ops[j - 1].name != "SCAN":
+            while (j < len(ops) and not self._materializes(ops[j]) and ops[j - 1].name != "SCAN"
+                   and not self._after_move(ops[j - 1])):
                 j += 1
             self.stretch(ops[i:j])
             i = j
@@ -153,6 +181,12 @@ class _VirtualHead:
             if t.name == "MOVE":
                 d += t.arg
                 cells.append(d)
+            elif t.name in _MOVE_BRANCHES:
+                d += t.arg >> 8
+                cells.append(d)
+            elif t.name == "CELL_ADD2_AT":
+                off_a, _, off_b, _ = isa.unpack_add2(t.arg)
+                cells += [d + off_a, d + off_b]
             elif t.name in ("CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD"):
                 cells.append(d + (t.arg >> 8))
             for c in cells:
@@ -201,7 +235,20 @@ class _VirtualHead:
             if factor:
                 out.pieces.append(Piece("opt:copyadd" if factor == 1 else "opt:muladd",
                                         {"cell": d + (arg >> 8), "cell2": d, "byte": factor}, t, d))
+        elif name == "CELL_ADD2_AT":
+            off_a, byte_a, off_b, byte_b = isa.unpack_add2(arg)
+            out.pieces.append(Piece("opt:add", {"cell": d + off_a, "byte": byte_a}, t, d))
+            out.pieces.append(Piece("opt:add", {"cell": d + off_b, "byte": byte_b}, t, d))
+        elif self._after_move(t):
+            self.d += arg >> 8
+            out.note("moves folded")
+            self.materialize()
+            out.pieces.append(Piece(t.stencil.replace("MOVE_", "", 1),
+                                    operand_values(t, self.consts), t, 0))
         elif t.stencil in _GUARD and t.exit_pc not in self.label_pcs:
+            if name in _MOVE_BRANCHES:
+                self.d = d = d + (arg >> 8)
+                out.note("moves folded")
             out.pieces.append(Piece(_GUARD[t.stencil], {"cell": d}, t, d))
         else:
             if d and name in _ON_TAPE:

@@ -19,7 +19,7 @@ from . import stencils as stencil_store
 from .defaults import DEFAULT_THRESHOLD
 from .memory import CodeMemory, MemoryError_
 from .optimize import LEVELS
-from .trace import TRACEABLE, Decline, Trace, TraceOp, from_recording
+from .trace import TRACEABLE, Decline, Trace, TraceOp, first_of, from_recording
 
 MAX_TRACE = 2000              # VM instructions in one trace
 MAX_RECORDING = 200_000       # VM instructions one recording may log (inner loops included)
@@ -51,7 +51,13 @@ class TraceInfo:
     linked: list = field(default_factory=list)     # per exit: jumps into a trace
     folded: dict = field(default_factory=dict)     # what the optimizer did
     blocks: object = None            # --stats: int64 per block of the body, its runs
-    compile_ns: int = 0              # from the recording to installed code
+    # --stats: a recorded trace's time from the recording to installed code, by
+    # phase: reading the recording into a trace (trace.from_recording), the
+    # optimizer (optimize.lower) and copy-and-patch (both passes, placing, linking);
+    # the thread's CPU time, so other processes of a shared machine do not count
+    record_ns: int = 0
+    optimize_ns: int = 0
+    compile_ns: int = 0
     block_ops: list = field(default_factory=list)  # --stats: VM instructions per block
     retakes: list = field(default_factory=list)    # per exit: the interpreter re-runs one
 
@@ -115,8 +121,16 @@ class Jit:
         self.stretches = list(stretches)
         # a prototype in place of a standard stencil is checked before any
         # trace uses it: a stencil of another instruction would corrupt the VM
+        spec = modes.get(self.mode)
+        # the registers the traces run in: the interpreter's compiler's
+        # preserve_none order (contract.derive), or another (jit-trampoline)
+        self.state = contract.state_of(loaded.build.compiler.name)
+        self.trace_state = contract.trace_state(self.state, spec.trace_order)
+        if spec.trace_order and source != "peachpy":
+            raise JitError(f"{self.mode}: its traces run in another register order than the "
+                           f"interpreter's, which {source}-built stencils cannot")
         self.overrides = stencil_store.check_overrides(
-            dict(stencils), contract.state_of(loaded.build.compiler.name), source,
+            dict(stencils), self.trace_state, source,
             loaded.build.compiler.name) if stencils else {}
         self.verify_wx = verify_wx       # read /proc/self/maps after every compile (tests)
         self.source = source
@@ -146,14 +160,12 @@ class Jit:
         vm.rec_buf, vm.rec_cap = self.rec, cap
         vm.pin_code = 1
         self.handlers = handler_addresses(loaded.build)
-        # the stencils' registers are those the interpreter's compiler passes
-        # preserve_none arguments in, read from that compiler (contract.derive)
-        self.state = contract.state_of(loaded.build.compiler.name)
         # loaded (or built) now, so a trace's compile time is its own
         stencil_store.load(self.state, source, loaded.build.compiler.name)
+        if spec.trace_order:
+            stencil_store.load(self.trace_state)
         self.table = None
         self.slots_used = 0
-        spec = modes.get(self.mode)
         self.entry_copies: list = []
         # with cached values (--cache K) a trace is entered only through an
         # ENTER_JIT, which spills them: jit-table's slots hold its copies then
@@ -174,23 +186,22 @@ class Jit:
         self.retries: dict[int, int] = {}
         self.error: BaseException | None = None
         self.code = list(loaded.program.code)
+        self._t0: int | None = None       # when the recording being compiled was handed over
 
     # -- the run stopped with SL_JIT_RECORDED ----------------------------------------
     def recorded(self) -> None:
         """Compile (or decline) what was recorded; the run then resumes."""
         vm = self.loaded.vm
-        t0, traces = time.perf_counter_ns(), len(self.stats.traces)
+        self._t0 = time.thread_time_ns()      # the recording's phase starts
         try:
             self._compile_recording(vm)
-            if len(self.stats.traces) > traces:
-                # record, optimize and compile (twice: to learn the size, then placed)
-                self.stats.traces[-1].compile_ns = time.perf_counter_ns() - t0
         except Exception as e:      # stop jitting; the run finishes, then fails with it
             self.error = e
             for i in range(len(self.code)):
                 self.counters[i] = NEVER
         finally:
             vm.rec_len = 0
+            self._t0 = None
 
     def _compile_recording(self, vm) -> None:
         f = self.ffi
@@ -232,7 +243,7 @@ class Jit:
         from there to the first place that has a trace (its end jumps in)."""
         self.stats.side_recordings += 1
         traced = frozenset(self.traces_at)
-        cut = next((i for i in range(1, len(rec)) if rec[i] in traced), None)
+        cut = first_of(rec, traced, 1)
         if cut is not None:
             stop_pc, rec = rec[cut], rec[:cut]
         elif vm.rec_len >= vm.rec_cap and len(rec) > 1:
@@ -299,6 +310,9 @@ class Jit:
 
     def _install(self, trace: Trace, code_base: int, side: bool = False) -> None:
         f = self.ffi
+        t_in = time.thread_time_ns()
+        # a recorded trace: the time since the recording was handed over (stretches: none)
+        record_ns, self._t0 = (t_in - self._t0, None) if self._t0 is not None else (0, None)
         if self.overrides:
             # replace keeps every other field (an inner back-edge's loop_pc)
             trace.ops = [replace(t, stencil=self.overrides.get(t.stencil, t.stencil))
@@ -323,7 +337,10 @@ class Jit:
             ctx.heat = int(f.cast("uintptr_t", info.heat))
             ctx.rec_table = self.rec_table
             ctx.traces_at = dict(self.traces_at)
-        compiled = jit_compile.compile_trace(trace, ctx, None)     # to learn the size
+        t_opt = time.thread_time_ns()
+        jit_compile.lower(trace, ctx)           # the optimizer (compile_trace reuses its pieces)
+        optimize_ns = time.thread_time_ns() - t_opt
+        compiled = jit_compile.compile_trace(trace, ctx, None, size_only=True)   # to learn the size
         if len(compiled.code) > self.max_trace_bytes:
             self.stats.declined.append((trace.start, f"{len(compiled.code)} bytes of code, "
                                         f"more than the {self.max_trace_bytes} allowed"))
@@ -350,7 +367,8 @@ class Jit:
         if self.link:
             # entered from another trace past its entry tally, so --stats counts
             # only the entries that cross from the interpreter
-            self.traces_at[trace.start] = address + (compiled.entry_tally or 0)
+            # (and past an entry trampoline: a trace is already in the traces' order)
+            self.traces_at[trace.start] = address + compiled.entry_stub + (compiled.entry_tally or 0)
             for i, ex in enumerate(compiled.exits):
                 if not ex.deopt and not info.linked[i]:
                     self.waiting.setdefault(ex.pc, []).append((info, i))
@@ -363,6 +381,10 @@ class Jit:
             self._write_perf_map(info, compiled)
         if self.verify_wx:
             _check_no_wx_mapping()
+        if record_ns:
+            info.record_ns, info.optimize_ns = record_ns, optimize_ns
+            # the rest of installing it is copy-and-patch's (ENTER_JIT's patch below is a store)
+            info.compile_ns = time.thread_time_ns() - t_in - optimize_ns
         if side:                 # reached only through its side exit: no ENTER_JIT
             return
         self.entry[trace.start] = f.cast("void *", address)
@@ -407,12 +429,7 @@ class Jit:
                      f" compiled, {s.retried} retried because the path left the loop), "
                      f"{s.side_recordings} at hot side exits ({side} compiled); "
                      f"{s.links} exit(s) linked to traces, trace optimizer level {self.opt}")
-        timed = [t for t in s.traces if t.compile_ns]
-        if timed:
-            per100 = sum(t.compile_ns / max(t.ops, 1) * 100 for t in timed) / len(timed) / 1e6
-            lines.append(f"  compile time: {sum(t.compile_ns for t in timed) / len(timed) / 1e6:.3f}"
-                         f" ms a trace on average ({sum(t.ops for t in timed) / len(timed):.0f} "
-                         f"instructions; {per100:.3f} ms per 100 instructions)")
+        lines += trace_times(s.traces)
         ran = [t.executed() for t in s.traces]
         if counts is not None and None not in ran:
             total = sum(int(c) for c in list(counts)[:isa.NUM_OPCODES])
@@ -448,6 +465,40 @@ class Jit:
 
     def close(self) -> None:
         self.memory.release()
+
+
+PHASES = ("record", "optimize", "compile")
+
+
+def phase_times(traces) -> dict | None:
+    """The recorded traces' mean time by phase (ms), a trace and per 100 VM
+    instructions (their total time over their total instructions: a mean
+    of per-trace ratios would be ruled by the one-instruction traces);
+    None when no trace was recorded."""
+    timed = [t for t in traces if t.record_ns]
+    if not timed:
+        return None
+    ops = sum(t.ops for t in timed)
+    out = {"traces": len(timed), "instructions": ops / len(timed)}
+    for phase in PHASES + ("all",):
+        ns = sum(t.record_ns + t.optimize_ns + t.compile_ns if phase == "all"
+                 else getattr(t, f"{phase}_ns") for t in timed)
+        out[phase] = ns / len(timed) / 1e6
+        out[f"{phase} per 100"] = ns / max(ops, 1) * 100 / 1e6
+    return out
+
+
+def trace_times(traces) -> list[str]:
+    """--stats: the lines of phase_times."""
+    p = phase_times(traces)
+    if p is None:
+        return []
+    return [f"  trace time (CPU), mean of {p['traces']} recorded trace(s) of "
+            f"{p['instructions']:.0f} instructions: "
+            + ", ".join(f"{ph} {p[ph]:.3f}" for ph in PHASES) + f", in all {p['all']:.3f} ms",
+            "      per 100 instructions: "
+            + ", ".join(f"{ph} {p[ph + ' per 100']:.3f}" for ph in PHASES)
+            + f", in all {p['all per 100']:.3f} ms"]
 
 
 def _check_no_wx_mapping() -> None:

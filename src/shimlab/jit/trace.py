@@ -3,6 +3,7 @@ a trace: which stencil each instruction gets, where each guard leaves, and
 how the trace ends (back to its start, or out to the interpreter)."""
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -16,7 +17,8 @@ TRACEABLE = frozenset({
     "LT", "LE", "EQ", "NE", "GT", "GE", "NEG", "INVERT", "NOT",
     "JUMP", "JUMP_IF_FALSE", "JUMP_IF_TRUE", "LOOP",
     "CELL_ADD", "CELL_ZERO", "MOVE", "CELL_OUT", "CELL_IN", "PRINT_BYTE",
-    "JUMP_IF_CELL_ZERO", "LOOP_IF_CELL", "CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD", "SCAN"})
+    "JUMP_IF_CELL_ZERO", "LOOP_IF_CELL", "CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD", "SCAN",
+    "MOVE_JUMP_IF_CELL_ZERO", "MOVE_LOOP_IF_CELL", "CELL_ADD2_AT"})
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,7 @@ def from_recording(code: list[tuple[int, int]], rec: list[int], stop_pc: int,
     start = rec[0]
     trace = Trace(start)
     seen: set[int] = set()
+    memo: dict = {}                  # _past_loop's copy of the recording as bytes
     i = 0
     while i < len(rec):
         if max_ops is not None and len(trace.ops) > max_ops:
@@ -78,8 +81,9 @@ def from_recording(code: list[tuple[int, int]], rec: list[int], stop_pc: int,
         op, arg = code[pc]
         ins = isa.INSTRUCTIONS[op]
         seen.add(pc)
+        disp = isa.jump_disp(ins, arg)
         if ins.flow in (Flow.BACKEDGE, Flow.BACKEDGE_BRANCH):
-            target = pc + arg
+            target = pc + disp
             if nxt == target == start and i == len(rec) - 1:
                 trace.ops.append(TraceOp(pc, op, arg, f"{ins.name}:close",
                                          pc + 1 if ins.flow is Flow.BACKEDGE_BRANCH else None))
@@ -92,9 +96,7 @@ def from_recording(code: list[tuple[int, int]], rec: list[int], stop_pc: int,
                 # an inner loop: jump back to its header in this trace, and skip
                 # the iterations the recording went on to make
                 trace.ops.append(TraceOp(pc, op, arg, f"{ins.name}:inner", loop_pc=target))
-                j = i + 1
-                while j < len(rec) and target <= rec[j] <= pc:
-                    j += 1
+                j = _past_loop(code, rec, i + 1, target, pc, memo)
                 after = rec[j] if j < len(rec) else stop_pc
                 if ins.flow is Flow.BACKEDGE_BRANCH and after != pc + 1:
                     return _ends(trace, pc + 1, "the recording left an inner loop sideways")
@@ -112,10 +114,10 @@ def from_recording(code: list[tuple[int, int]], rec: list[int], stop_pc: int,
                 raise Decline("the path left the loop at once", retry=True)
             return _ends(trace, pc, "a back-edge to another loop", retry=True)
         if ins.flow is Flow.BRANCH:
-            taken = nxt == pc + arg
+            taken = nxt == pc + disp
             trace.ops.append(TraceOp(pc, op, arg,
                                      f"{ins.name}:{'taken' if taken else 'fallthrough'}",
-                                     pc + 1 if taken else pc + arg))
+                                     pc + 1 if taken else pc + disp))
         else:
             trace.ops.append(TraceOp(pc, op, arg, ins.name))
         i += 1
@@ -124,6 +126,70 @@ def from_recording(code: list[tuple[int, int]], rec: list[int], stop_pc: int,
     else:
         why = f"{isa.INSTRUCTIONS[code[stop_pc][0]].name} has no stencil"
     return _ends(trace, stop_pc, why)
+
+
+def _past_loop(code, rec, i: int, first: int, last: int, memo: dict | None = None) -> int:
+    """The first index from i on whose pc is outside first..last: where the
+    recording left an inner loop (its header `first`, back-edge `last`).
+
+    A short stay is walked; a long one (tens of thousands of pcs through a
+    long inner loop) is not: the first pc outside follows one inside, so it
+    is the successor of an instruction of the loop (a branch or jump target,
+    or a fall-through) that lies outside the loop, and a C-level bytes
+    search for each such pc finds the first of them.  memo keeps the
+    recording's bytes for the next inner loop of the same recording."""
+    stop = min(len(rec), i + _WALK)
+    while i < stop and first <= rec[i] <= last:
+        i += 1
+    if i < stop or i == len(rec):
+        return i
+    outside = set()
+    for pc in range(first, last + 1):
+        op, arg = code[pc]
+        ins = isa.INSTRUCTIONS[op]
+        if ins.flow not in _SUCCESSORS:
+            return _walk(rec, i, first, last)    # other successors (none has a stencil): walk
+        fall, jump = _SUCCESSORS[ins.flow]
+        if fall:
+            outside.add(pc + 1)
+        if jump:
+            outside.add(pc + isa.jump_disp(ins, arg))
+    if memo is None:
+        memo = {}
+    if "data" not in memo:
+        memo["data"] = rec.tobytes() if isinstance(rec, array) else array("i", rec).tobytes()
+    end = first_of(rec, outside - set(range(first, last + 1)), i, memo["data"])
+    return len(rec) if end is None else end
+
+
+_WALK = 256         # pcs of an inner loop walked before searching instead
+
+
+# flow -> (falls through, jumps): an instruction's possible successors
+_SUCCESSORS = {Flow.NEXT: (True, False), Flow.JUMP: (False, True), Flow.BRANCH: (True, True),
+               Flow.BACKEDGE: (False, True), Flow.BACKEDGE_BRANCH: (True, True)}
+
+
+def first_of(rec, pcs, i: int = 0, data: bytes | None = None) -> int | None:
+    """The first index from i on whose pc is one of `pcs` (None: none is),
+    by a C-level bytes search for each rather than a walk in Python (data:
+    rec as bytes, when the caller has them)."""
+    if data is None:
+        data = rec.tobytes() if isinstance(rec, array) else array("i", rec).tobytes()
+    end = len(rec)
+    for pc in pcs:
+        pattern, at = pc.to_bytes(4, "little", signed=True), 4 * i
+        while (k := data.find(pattern, at, 4 * end)) >= 0 and k % 4:
+            at = k + 1                        # not on an element's boundary
+        if k >= 0:
+            end = k // 4
+    return end if end < len(rec) else None
+
+
+def _walk(rec, i: int, first: int, last: int) -> int:
+    while i < len(rec) and first <= rec[i] <= last:
+        i += 1
+    return i
 
 
 def _ends(trace: Trace, pc: int, why: str, retry: bool = False) -> Trace:
