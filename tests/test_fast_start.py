@@ -45,6 +45,25 @@ def test_a_tiny_run_imports_no_numpy_no_benchmarks_no_jit():
     assert not heavy(names), heavy(names)
 
 
+# stdlib modules that cost a tiny run a few milliseconds each and that it does
+# not need (shimlab.record stands in for dataclasses; argparse gets the terminal
+# width without shutil): the check counts only what `python -c pass` does not
+# import already in this environment
+SLOW_STDLIB = ("dataclasses", "inspect", "typing", "shutil", "tempfile", "threading",
+               "traceback", "subprocess")
+
+
+def test_a_tiny_run_skips_the_slow_stdlib_modules():
+    imported("run", HELLO, "--mode", "tailcall")          # warm the caches (build, cffi)
+    _, names = imported("run", HELLO, "--mode", "tailcall")
+    base = subprocess.run([sys.executable, "-X", "importtime", "-c", "pass"],
+                          capture_output=True, text=True, timeout=60).stderr
+    already = {line.rsplit("|", 1)[1].strip() for line in base.splitlines()
+               if line.startswith("import time:") and "|" in line}
+    assert "shimlab.record" in names
+    assert not (set(SLOW_STDLIB) & (names - already)), sorted(set(SLOW_STDLIB) & names)
+
+
 def test_the_check_sees_the_jit_when_a_jit_mode_runs():
     from shimlab import modes, toolchain
     try:

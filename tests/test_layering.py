@@ -18,7 +18,7 @@ from conftest import ROOT
 
 # Bottom first.  A module may import its own layer and the layers below it.
 LAYERS: list[tuple[str, ...]] = [
-    ("shimlab", "shimlab.errors", "shimlab.paths", "shimlab.atomicfile"),   # shimlab: the package's __init__
+    ("shimlab", "shimlab.errors", "shimlab.paths", "shimlab.atomicfile", "shimlab.record"),   # shimlab: the package's __init__
     ("shimlab.isa", "shimlab.disasm"),   # disasm: capstone and ELF symbols, for every listing
     ("shimlab.modes", "shimlab.bytecode", "shimlab.stencil"),
     ("shimlab.reference", "shimlab.oracle", "shimlab.frontend", "shimlab.toolchain",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import os
-import tempfile
 from pathlib import Path
 
 
@@ -25,6 +24,7 @@ def write_atomic(path: Path, data: str | bytes, *, durable: bool = False) -> Non
     except FileNotFoundError:
         mode = 0o644
     raw = data.encode() if isinstance(data, str) else data
+    import tempfile     # here: `shimlab run` writes no file and skips the import
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
         try:

@@ -8,41 +8,38 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Optional
 
 from . import isa
 from .isa import Operand
+from .record import Record, factory
 
 
-@dataclass
-class Function:
+class Function(Record):
     name: str
     entry: int          # index of the first instruction
     nargs: int
     nlocals: int        # including the arguments
-    local_names: list[str] = field(default_factory=list)
+    local_names: list[str] = factory(list)
     max_stack: int = 0  # filled in by the verifier
 
 
-@dataclass
-class Program:
+class Program(Record):
     """Function 0 is the entry point; its code ends in HALT, others in RETURN."""
     name: str
     code: list[tuple[int, int]]              # (opcode, operand)
-    consts: list[int] = field(default_factory=list)
-    functions: list[Function] = field(default_factory=list)
+    consts: list[int] = factory(list)
+    functions: list[Function] = factory(list)
     # per instruction: the source position it came from, for error messages
-    positions: list[tuple[int, int]] = field(default_factory=list)
+    positions: list[tuple[int, int]] = factory(list)
     language: str = "bytecode"
     verified: bool = False
 
-    def position(self, pc: int) -> Optional[tuple[int, int]]:
+    def position(self, pc: int) -> tuple[int, int] | None:
         if 0 <= pc < len(self.positions):
             return self.positions[pc]
         return None
 
-    def function_at(self, pc: int) -> Optional[Function]:
+    def function_at(self, pc: int) -> Function | None:
         best = None
         for f in self.functions:
             if f.entry <= pc and (best is None or f.entry > best.entry):
@@ -85,7 +82,7 @@ class Label:
     __slots__ = ("pc",)
 
     def __init__(self):
-        self.pc: Optional[int] = None
+        self.pc: int | None = None
 
 
 class Assembler:

@@ -8,8 +8,9 @@ reference.py drives the Python oracle from it, so the two cannot drift apart.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import Callable, Optional
+from collections.abc import Callable
+
+from .record import Frozen
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -122,11 +123,10 @@ class VMError(Exception):
         self.pc = pc
 
 
-@dataclass(frozen=True)
-class Instr:
+class Instr(Frozen):
     name: str
     operand: Operand
-    pops: Optional[int]   # None: depends on the callee (CALL)
+    pops: int | None   # None: depends on the callee (CALL)
     pushes: int
     flow: Flow
     c: str                # C body; the generator adds the fall-through dispatch

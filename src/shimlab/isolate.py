@@ -15,9 +15,7 @@ import pickle
 import select
 import signal
 import sys
-import threading
 import time
-import traceback
 
 from .errors import RunError
 
@@ -200,6 +198,7 @@ def call(what: str, fn, *args, timeout: float | None = None, **kwargs):
                 except Exception:
                     payload = ("err", RunError(f"{type(e).__name__}: {e}"))
                 if not isinstance(e, Exception):
+                    import traceback    # here: only a failing child needs it
                     payload = ("err", RunError(traceback.format_exc().splitlines()[-1]))
             data = pickle.dumps(payload)
             with os.fdopen(w, "wb") as f:
@@ -213,7 +212,9 @@ def call(what: str, fn, *args, timeout: float | None = None, **kwargs):
     os.close(w)
     deadline = None if timeout is None else time.monotonic() + timeout
     # SIGTERM to the parent stops the child first (the parent then dies of it)
-    main = threading.current_thread() is threading.main_thread()
+    # (a process that never imported threading has one thread: start-up skips the import)
+    threading = sys.modules.get("threading")
+    main = threading is None or threading.current_thread() is threading.main_thread()
     old_term = signal.signal(signal.SIGTERM, _raise_parent_terminated) if main else None
     if old_term is None:        # a handler not set from Python: put the default back
         old_term = signal.SIG_DFL

@@ -7,9 +7,8 @@ one record here plus its C and stencil code; nothing else lists modes.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from .errors import BuildError
+from .record import Frozen, factory
 
 # The dispatch variants the generator (interp/generate.py) writes from isa.py.
 VARIANTS = ("switch", "goto", "goto-merged", "tailcall")
@@ -20,8 +19,7 @@ _JIT_SOURCES = ("shim.c", "jitmem.c")
 _JIT_HEADERS = ("jit_interp.h", "crossing.h")
 
 
-@dataclass(frozen=True)
-class Mode:
+class Mode(Frozen):
     name: str
     variant: str                           # the generated interpreter it builds on
     summary: str
@@ -29,7 +27,7 @@ class Mode:
     defines: tuple[str, ...] = ()           # -D flags of its build
     c_sources: tuple[str, ...] = ()         # hand-written C compiled in besides driver.c
     headers: tuple[str, ...] = ()           # hand-written headers it needs besides vm.h
-    family_flags: dict = field(default_factory=dict)   # compiler family -> extra flags
+    family_flags: dict = factory(dict)   # compiler family -> extra flags
     binary: str = ""                        # modes with one binary share this name ("" = name)
     asm_handlers: bool = False              # PeachPy handlers linked in (interp/asm.py)
     # can keep the operand stack's top K values in registers (--cache K, K > 0):

@@ -10,9 +10,9 @@ from __future__ import annotations
 import errno
 import os
 import select
-from dataclasses import dataclass
 
 from .errors import RunError
+from .record import Frozen
 
 CHUNK = 1 << 16          # bytes per read and per write (SL_IO_CHUNK in vm.h)
 
@@ -52,8 +52,7 @@ def read_error(code: int) -> StreamError:
     return StreamError("read the program's input", code)
 
 
-@dataclass(frozen=True)
-class Streams:
+class Streams(Frozen):
     """Where a run reads its input and writes its output as it goes.
 
     in_fd: read a chunk at a time when the program reads past what it has

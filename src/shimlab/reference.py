@@ -5,12 +5,11 @@ including where and how a program fails (status, pc, tape, output).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from . import isa
 from .bytecode import Program
-from .progio import Reader, Streams, Writer
 from .isa import Error, VMError
+from .progio import Reader, Streams, Writer
+from .record import Record, factory
 
 # The limits every execution mode shares (interp/loader.py passes the same to C).
 STACK_SIZE = 1 << 18
@@ -18,16 +17,15 @@ MAX_DEPTH = 10_000
 TAPE_LEN = 30_000
 
 
-@dataclass
-class Result:
+class Result(Record):
     output: bytes
     status: Error
     err_pc: int = -1
     err_value: int = 0
     tape: bytes = b""
     head: int = 0
-    counts: list[int] = field(default_factory=list)
-    locals: list[int] = field(default_factory=list)   # the entry function's, at the end
+    counts: list[int] = factory(list)
+    locals: list[int] = factory(list)   # the entry function's, at the end
 
     @property
     def instructions(self) -> int:

@@ -24,15 +24,14 @@ import hashlib
 import json
 import os
 import re
-import shutil
-import threading
-from dataclasses import dataclass
+import _thread
 from pathlib import Path
 
 from . import modes
 from .atomicfile import write_atomic
 from .errors import ToolchainError
 from .paths import cache_root
+from .record import Frozen
 
 # Most specific first within each family: when several names resolve to the
 # same binary (cc -> gcc -> gcc-12), the first one in this order is kept.
@@ -130,10 +129,9 @@ _IGNORED_RE = re.compile(r"unknown attribute|attribute (directive )?ignored|"
                          r"attribute.*ignored|ignoring attribute", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class Compiler:
+class Compiler(Frozen):
     name: str                 # as found on PATH, e.g. "clang-19"
-    path: str                 # shutil.which(name)
+    path: str                 # find_program(name)
     version: str              # first line of `--version`, for display
     family: str               # "clang" or "gcc"
     features: frozenset[str]
@@ -241,7 +239,19 @@ def _probe(path: str, name: str) -> dict | None:
             "features": sorted(f for f, ok in zip(FEATURES, found) if ok)}
 
 
-_lock = threading.RLock()
+def find_program(name: str) -> str | None:
+    """shutil.which for a command name (a path is taken as it is): shutil
+    imports its archive modules, a tenth of `shimlab run`'s start-up."""
+    if os.sep in name:
+        return name if os.path.isfile(name) and os.access(name, os.X_OK) else None
+    for folder in os.get_exec_path():
+        path = os.path.join(folder or os.curdir, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+_lock = _thread.RLock()     # (threading itself costs start-up time; this is its lock)
 _memory: list[Compiler] | None = None
 _extra: dict[str, Compiler] = {}      # compilers asked for by a name outside CANDIDATES
 
@@ -270,7 +280,7 @@ def _resolve(names, refresh: bool) -> list[Compiler]:
     seen: dict[str, str] = {}           # real path -> first (most specific) name
     which: dict[str, str] = {}
     for name in names:
-        path = shutil.which(name)
+        path = find_program(name)
         if path is None:
             continue
         real = os.path.realpath(path)
@@ -319,7 +329,7 @@ def _lookup(name: str) -> Compiler | None:
     for cc in compilers:
         if cc.name == name:
             return cc
-    path = shutil.which(name)
+    path = find_program(name)
     if path is None:
         return None
     real = os.path.realpath(path)

@@ -41,9 +41,34 @@ def _module(name: str):
     return importlib.import_module(f"{__name__}.{name}")
 
 
+def _columns() -> int:
+    """The terminal's width as argparse would find it, without shutil (whose
+    import, with its archive modules, was a tenth of `shimlab run`'s start-up)."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        super().__init__(prog, indent_increment, max_help_position,
+                         _columns() - 2 if width is None else width)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line and EXIT_ERROR: argparse's own
     exit status 2 is the one shimlab gives a crashed interpreter."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         self.exit(EXIT_ERROR, f"{self.prog}: {message} (see {self.prog} --help)\n")

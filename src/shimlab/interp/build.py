@@ -9,9 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from .. import modes, toolchain
@@ -20,6 +17,7 @@ from ..atomicfile import write_atomic
 from ..errors import BuildError
 from ..modes import Mode
 from ..paths import CSRC, cache_root
+from ..record import Frozen
 from . import generate
 
 HAND_WRITTEN = ("vm.h", "driver.c")
@@ -60,8 +58,7 @@ def profile_use_flags(cc: toolchain.Compiler, profile: Path) -> tuple[str, ...]:
     return (f"-fprofile-use={profile}", "-dumpdir", f"{profile}/", "-Werror=missing-profile")
 
 
-@dataclass(frozen=True)
-class Build:
+class Build(Frozen):
     mode: str
     compiler: toolchain.Compiler
     flags: tuple[str, ...]
@@ -232,6 +229,8 @@ def entry_ok(out_dir: Path) -> bool:
 def _discard(out_dir: Path) -> None:
     """Move a bad entry out of the way (one rename, so a concurrent build
     never sees half of it) and delete it; another process may have done so."""
+    import shutil
+    import tempfile
     aside = Path(tempfile.mkdtemp(prefix=".bad-", dir=out_dir.parent))
     try:
         os.replace(out_dir, aside / out_dir.name)
@@ -286,6 +285,8 @@ def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAU
     if out_dir.exists():
         _discard(out_dir)      # truncated or changed since it was built: build it again
     out_dir.parent.mkdir(parents=True, exist_ok=True)
+    import shutil       # here, as the compiler: a cached build needs neither
+    import tempfile
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=out_dir.parent))
     try:
         for name, text in sources.items():

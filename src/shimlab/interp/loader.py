@@ -6,8 +6,8 @@ when the VM is prepared, when a recording is ready and when the run ends.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Callable, Protocol
 
 from .. import isa, modes, reference
 from ..abi import vmh
@@ -23,8 +23,9 @@ SL_JIT_RECORDED = vmh.constant("SL_JIT_RECORDED")      # a recording is ready fo
 TABLE_SLOTS = vmh.constant("SL_JIT_TABLE_SLOTS")
 
 
-class Hooks(Protocol):
-    """What a JIT does at the VM's turning points (jit/runtime.py's Jit)."""
+class Hooks:
+    """What a JIT does at the VM's turning points (jit/runtime.py's Jit); a
+    description only (typing.Protocol costs start-up time to import)."""
     def prepared(self) -> None: ...
     def recorded(self) -> None: ...
     def check(self) -> None: ...
