@@ -213,6 +213,21 @@ def test_corpus_jit_at_k(mode, k, path):
     _same(run(mode, k, program, _input_for(path)), _expected(str(path)))
 
 
+SANITIZER_SAMPLE = ("squares.bf", "fib.py", "nested_loops.py")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("mode", ("tailcall",) + modes.JIT)
+def test_every_crossing_at_k_on_a_sample(mode, k):
+    """A few programs (a tape, a call, nested loops) in every caching mode at
+    K = 1 and 3, traced at once: what `make test-sanitize` runs at K > 0
+    (the whole corpus at every K is test-all's, on plain builds)."""
+    for path in (p for p in _examples() if p.name in SANITIZER_SAMPLE):
+        program = loader_program(path)
+        _same(run(mode, k, program, _input_for(path)), _expected(str(path)))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("k", [4, 5])
 @pytest.mark.parametrize("mode", ("tailcall", "jit-direct", "jit-shim"))

@@ -282,9 +282,9 @@ def test_the_unit_runs_the_stencil_the_comparison_replaces():
         seen = {}
         original = jit_compile.compile_trace
 
-        def spy(trace, ctx, base):
+        def spy(trace, ctx, base, **kwargs):
             seen.setdefault(current[0], set()).update(t.stencil for t in trace.ops)
-            return original(trace, ctx, base)
+            return original(trace, ctx, base, **kwargs)
         jit_compile.compile_trace = spy
         current = [None]
         b = build.build("jit-direct", JIT_CC[0])
