@@ -74,11 +74,15 @@ def _heat(a, r):
     a.jcc("nz", "cold")
 
 
-def _record_here(count):
+def record_here(count: bool, move_back=None):
     def emit(a, r):
         """hot: dispatch the resume instruction through the recorder's table,
-        which records a trace from there (for the JIT to link this exit to)"""
+        which records a trace from there (for the JIT to link this exit to);
+        move_back(a, r) first puts every register in the interpreter's order
+        (jit-trampoline's traces run in another)"""
         _heat(a, r)
+        if move_back is not None:
+            move_back(a, r)
         a(MOV(r.ip, a.hole("resume_ip")), MOV(qword[r.vm + vm_offset("rec_start")], r.ip),
           MOV(dword[r.vm + vm_offset("rec_len")], 0), MOV(r.table, a.hole("rec_table")),
           MOVSXD(rax, dword[r.ip]))
@@ -90,9 +94,9 @@ def _record_here(count):
 
 
 stencil("opt:hot-exit", "a side exit's heat; hot, it records from where it resumes")(
-    _record_here(False))
+    record_here(False))
 stencil("opt:hot-exit:count", "opt:hot-exit that counts the instruction it dispatches")(
-    _record_here(True))
+    record_here(True))
 
 
 @stencil("opt:hot-exit:shim")

@@ -26,11 +26,12 @@ has spilled the values before the entry stub (csrc/crossing.h), so the entry
 moves them only as a crossing that carries them must.
 """
 from peachpy import x86_64
-from peachpy.x86_64 import DEC, INC, JMP, MOV, MOVSXD, SUB, dword, qword, rax, rcx
+from peachpy.x86_64 import INC, JMP, MOV, MOVSXD, SUB, dword, qword, rax, rcx
 
 from shimlab.abi import contract
 
 from .asm import Regs, stencil, vm_offset
+from .opt import record_here
 
 ORDER = "rotated"          # modes.py: jit-trampoline's trace_order
 TEMP = "r10"               # no argument register of any order: free in every stub
@@ -141,24 +142,11 @@ for _k in range(len(contract.CACHE_REGS) + 1):
     _variants(_k)
 
 
-def _record_here(count: bool):
-    def emit(a, r):
-        """a side exit's heat; hot, every register moves back to the interpreter's
-        order and the resume instruction is dispatched through the recorder's table"""
-        a(MOV(rax, a.hole("heat")), DEC(qword[rax]))
-        a.jcc("nz", "cold")
-        _move(a, r, 0, False)
-        a(MOV(r.ip, a.hole("resume_ip")), MOV(qword[r.vm + vm_offset("rec_start")], r.ip),
-          MOV(dword[r.vm + vm_offset("rec_len")], 0), MOV(r.table, a.hole("rec_table")),
-          MOVSXD(rax, dword[r.ip]))
-        if count:
-            a(MOV(rcx, qword[r.vm + vm_offset("counts")]), INC(qword[rcx + rax * 8]))
-        a(JMP(qword[r.table + rax * 8]))
-        a.label("cold")
-    return emit
+def _move_back(a, r):
+    _move(a, r, 0, False)
 
 
 stencil("opt:hot-exit:trampoline", "opt:hot-exit for traces in the trampoline's order")(
-    _record_here(False))
+    record_here(False, _move_back))
 stencil("opt:hot-exit:trampoline:count", "opt:hot-exit:trampoline that counts the instruction "
-        "it dispatches")(_record_here(True))
+        "it dispatches")(record_here(True, _move_back))
