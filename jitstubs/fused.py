@@ -46,17 +46,24 @@ def _right(a, r, kind):
     return TOS
 
 
-def _left_into_rax(a, r, kind):
+def _load(a, r, kind, dest, local="local", oparg="oparg"):
+    """dest = an operand of `kind`: s popped off the stack, l a local, i the
+    immediate, a register-kept local, else the cached top of stack (TOS)."""
     if kind == "s":
-        a(MOV(rax, qword[r.sp - 8]), SUB(r.sp, 8))
+        a(MOV(dest, qword[r.sp - 8]), SUB(r.sp, 8))
     elif kind == "l":
-        a(MOV(rax, qword[r.fp + a.hole("local")]))
+        a(MOV(dest, qword[r.fp + a.hole(local)]))
     elif kind == "i":
-        a(MOV(rax, a.hole("oparg")))
+        a(MOV(dest, a.hole(oparg)))
     elif kind in REGS:
-        a(MOV(rax, REGS[kind]))
+        if REGS[kind] is not dest:
+            a(MOV(dest, REGS[kind]))
     else:
-        a(MOV(rax, TOS))
+        a(MOV(dest, TOS))
+
+
+def _left_into_rax(a, r, kind):
+    _load(a, r, kind, rax)
 
 
 def _binop(op, pair):
@@ -199,16 +206,7 @@ def _reg_local(k, reg):
 
     def keep(src):
         def emit(a, r):
-            if src == "s":
-                a(MOV(reg, qword[r.sp - 8]), SUB(r.sp, 8))
-            elif src == "l":
-                a(MOV(reg, qword[r.fp + a.hole("local2")]))
-            elif src == "i":
-                a(MOV(reg, a.hole("oparg2")))
-            elif src == "r":
-                a(MOV(reg, TOS))
-            elif REGS[src] is not reg:
-                a(MOV(reg, REGS[src]))
+            _load(a, r, src, reg, "local2", "oparg2")
             a(MOV(qword[r.fp + a.hole("local")], reg))
         return emit
 

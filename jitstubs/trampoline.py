@@ -90,6 +90,15 @@ def _reload(asm, b: Regs, k: int) -> None:
         asm(SUB(b.sp, 8 * k))
 
 
+def _back(a, r, k):
+    """An exit's way back: ip set to where it resumes, the K values reloaded
+    in the traces' order, then every register moved to the interpreter's."""
+    b = _traces(r)
+    a(MOV(b.ip, a.hole("resume_ip")))
+    _reload(a, b, k)
+    _move(a, r, k, False)
+
+
 def _variants(k: int) -> None:
     sfx = f":k{k}" if k else ""
     what = f" ({k} cached value(s) move too)" if k else ""
@@ -102,10 +111,7 @@ def _variants(k: int) -> None:
     @stencil(f"exit:trampoline{sfx}",
              f"exit:direct in the traces' order, every register moved back before the jump{what}")
     def exit_(a, r):
-        b = _traces(r)
-        a(MOV(b.ip, a.hole("resume_ip")))
-        _reload(a, b, k)
-        _move(a, r, k, False)
+        _back(a, r, k)
         a(MOVSXD(rax, dword[r.ip]), JMP(qword[r.table + rax * 8]))
 
     @stencil(f"exit:trampoline:count{sfx}",
@@ -122,19 +128,13 @@ def _variants(k: int) -> None:
     @stencil(f"exit:trampoline-handler{sfx}",
              f"a deopt exit: every register moved back, then the handler's direct jump{what}")
     def exit_handler(a, r):
-        b = _traces(r)
-        a(MOV(b.ip, a.hole("resume_ip")))
-        _reload(a, b, k)
-        _move(a, r, k, False)
+        _back(a, r, k)
         a.jmp_hole("handler")
 
     @stencil(f"exit:trampoline-handler:far{sfx}",
              f"exit:trampoline-handler for a trace more than 2 GiB from the interpreter{what}")
     def exit_handler_far(a, r):
-        b = _traces(r)
-        a(MOV(b.ip, a.hole("resume_ip")))
-        _reload(a, b, k)
-        _move(a, r, k, False)
+        _back(a, r, k)
         a(MOV(rax, a.hole("handler_abs")), JMP(rax))
 
 
