@@ -9,10 +9,13 @@
  *   SL_JIT_DIRECT  a tail call into the trace with the contract registers
  *                  as they are; the trace leaves by jumping to a handler.
  *
- * With K cached values (--cache K) the traces are still K = 0 code: every
- * entry spills the K values to the memory stack first (SL_CACHE_SPILL), and
- * every way back reloads them: here after the shim returns, in the exit
- * stubs (jitstubs/exits.py, the :k<K> variants) for the direct modes. */
+ * With K cached values (--cache K) the direct crossings carry them as they
+ * are: the trace is entered with them in the registers the handlers hold them
+ * in, keeps them there until it needs the memory stack or their registers
+ * (jit/fuse.py), and leaves either with them still there (the exit stubs'
+ * :k<K>:keep variants) or spilled (the :k<K> variants reload them).  The
+ * shim's C call cannot carry them in those registers: its ENTER_JIT spills
+ * them first (SL_CACHE_SPILL) and reloads them after the shim returns. */
 typedef SL_PRESERVE_NONE const sl_instr *sl_trace_fn(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table));
 
 #if SL_JIT == SL_JIT_SHIM
@@ -37,7 +40,6 @@ SL_PRESERVE_NONE int sl_op_ENTER_JIT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, tabl
 #elif SL_JIT == SL_JIT_DIRECT
 SL_PRESERVE_NONE int sl_op_ENTER_JIT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS) {
     sl_handler *trace = (sl_handler *)vm->jit_entry[ip - vm->code];
-    SL_CACHE_SPILL();   /* the trace is K = 0 code; the cached values ride along, dead */
     SL_MUSTTAIL return trace(ip, sp, fp, head, vm, table SL_CACHE_ARGS);
 }
 
@@ -51,7 +53,6 @@ SL_PRESERVE_NONE int sl_op_ENTER_JIT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, tabl
                                                      SL_CACHE_PARAMS) { \
         __asm__ volatile("# ENTER_JIT copy " #k); \
         sl_handler *trace = (sl_handler *)vm->jit_entry[ip - vm->code]; \
-        SL_CACHE_SPILL(); \
         SL_MUSTTAIL return trace(ip, sp, fp, head, vm, table SL_CACHE_ARGS); \
     }
 #define SL_ENTER_COPIES8(k) SL_ENTER_COPY(k##0) SL_ENTER_COPY(k##1) SL_ENTER_COPY(k##2) \

@@ -26,7 +26,7 @@ from shimlab.stencil import PLACEHOLDER, disassemble
 
 from . import asm
 
-FAMILIES = ("stack", "arith", "branch", "tape", "idioms", "opt", "fused", "exits", "trampoline")
+FAMILIES = ("stack", "arith", "branch", "tape", "idioms", "opt", "fused", "exits", "trampoline", "cache")
 _NOT_STENCILS = ("__init__", "asm", "build")
 
 

@@ -7,7 +7,7 @@ Every exit first sets ip to the bytecode instruction to resume at; then:
 These stubs are the only code that differs between the three JIT modes.
 With K cached values each has a :k<K> variant that reloads them (below).
 """
-from peachpy.x86_64 import DEC, INC, JMP, MOV, MOVSXD, RET, SUB, dword, qword, rax, rcx
+from peachpy.x86_64 import DEC, INC, JMP, MOV, MOVSXD, RET, SUB, dword, qword, r10, rax, rcx
 
 from shimlab.abi.contract import CACHE
 
@@ -109,6 +109,31 @@ def _cached_exits(k):
         a(MOV(r.ip, a.hole("resume_ip")))
         _reload(a, r, k)
         a(MOV(rax, a.hole("handler_abs")), JMP(rax))
+
+
+    # :keep: the exit leaves with the K values still in the registers the
+    # trace was entered with (jit/fuse.py), which are the handlers' own
+    @stencil(f"exit:direct:k{k}:keep", f"exit:direct with {k} cached value(s) in their registers")
+    def direct_keep(a, r):
+        exit_direct(a, r)
+
+    @stencil(f"exit:direct:count:k{k}:keep",
+             f"exit:direct:count with {k} cached value(s) in their registers")
+    def direct_count_keep(a, r):
+        # r10: rcx is a cached value's register from K = 2 on
+        a(MOV(r.ip, a.hole("resume_ip")), MOVSXD(rax, dword[r.ip]),
+          MOV(r10, qword[r.vm + vm_offset("counts")]), INC(qword[r10 + rax * 8]),
+          JMP(qword[r.table + rax * 8]))
+
+    @stencil(f"exit:direct-handler:k{k}:keep",
+             f"exit:direct-handler with {k} cached value(s) in their registers")
+    def direct_handler_keep(a, r):
+        exit_direct_handler(a, r)
+
+    @stencil(f"exit:direct-handler:far:k{k}:keep",
+             f"exit:direct-handler:far with {k} cached value(s) in their registers")
+    def direct_handler_far_keep(a, r):
+        exit_direct_handler_far(a, r)
 
 
 # K = 1..5 (interp/generate.py CACHE_MAX): up to rax, the stubs' scratch register

@@ -5,7 +5,8 @@ range of cells inside the tape, so these stencils check nothing themselves.
 Not instructions of their own: `stencils test` leaves them to the optimizer's
 differential tests.
 """
-from peachpy.x86_64 import (ADD, CMOVB, CMP, DEC, IMUL, INC, JMP, LEA, MOV, MOVSXD, MOVZX, SUB, al,
+from peachpy.x86_64 import (ADD, CMOVB, CMP, DEC, IMUL, INC, JMP, LEA, MOV, MOVSXD, MOVZX, POP, PUSH,
+                            SUB, al,
                             byte, dword, eax, qword, rax, rcx)
 
 from .asm import stencil, vm_offset
@@ -39,14 +40,28 @@ def copyadd(a, r):
     a(MOVZX(eax, byte[r.head + a.hole("cell2")]), ADD(byte[r.head + a.hole("cell")], al))
 
 
-@stencil("opt:check")
-def check(a, r):
-    """deopt unless head + cell .. head + cell2 (cell <= cell2) are all on the tape"""
+def _check(a, r, keep_rcx=False):
     # rax and rcx only: rdx may hold a cached stack value (jitstubs/fused.py)
     a(MOV(rax, r.head), SUB(rax, qword[r.vm + vm_offset("tape")]),
       LEA(rcx, [rax + a.hole("cell")]), ADD(rax, a.hole("cell2")),
       CMP(rcx, rax), CMOVB(rcx, rax), CMP(rcx, qword[r.vm + vm_offset("tape_len")]))
+    if keep_rcx:
+        a(POP(rcx))                 # flags stay: pop does not change them
     a.jcc_hole("ae", "deopt")
+
+
+@stencil("opt:check")
+def check(a, r):
+    """deopt unless head + cell .. head + cell2 (cell <= cell2) are all on the tape"""
+    _check(a, r)
+
+
+@stencil("opt:check:rcx")
+def check_rcx(a, r):
+    """opt:check for a trace that keeps a cached value in rcx (--cache K): rcx
+    is saved on the machine stack around the check"""
+    a(PUSH(rcx))
+    _check(a, r, keep_rcx=True)
 
 
 @stencil("opt:head")

@@ -90,28 +90,31 @@ def _reload(asm, b: Regs, k: int) -> None:
         asm(SUB(b.sp, 8 * k))
 
 
-def _back(a, r, k):
+def _back(a, r, k, keep=False):
     """An exit's way back: ip set to where it resumes, the K values reloaded
-    in the traces' order, then every register moved to the interpreter's."""
+    in the traces' order (unless the trace kept them in its registers: keep),
+    then every register moved to the interpreter's."""
     b = _traces(r)
     a(MOV(b.ip, a.hole("resume_ip")))
-    _reload(a, b, k)
+    if not keep:
+        _reload(a, b, k)
     _move(a, r, k, False)
 
 
-def _variants(k: int) -> None:
-    sfx = f":k{k}" if k else ""
-    what = f" ({k} cached value(s) move too)" if k else ""
+def _variants(k: int, keep: bool = False) -> None:
+    sfx = (f":k{k}" if k else "") + (":keep" if keep else "")
+    what = f" ({k} cached value(s) move too{', kept in registers' if keep else ''})" if k else ""
 
-    @stencil(f"entry:trampoline{sfx}",
-             f"the entry trampoline: every register from the interpreter's order to the traces'{what}")
-    def entry(a, r):
-        _move(a, r, k, True)
+    if not keep:
+        @stencil(f"entry:trampoline{sfx}", "the entry trampoline: every register from the "
+                 f"interpreter's order to the traces'{what}")
+        def entry(a, r):
+            _move(a, r, k, True)
 
     @stencil(f"exit:trampoline{sfx}",
              f"exit:direct in the traces' order, every register moved back before the jump{what}")
     def exit_(a, r):
-        _back(a, r, k)
+        _back(a, r, k, keep)
         a(MOVSXD(rax, dword[r.ip]), JMP(qword[r.table + rax * 8]))
 
     @stencil(f"exit:trampoline:count{sfx}",
@@ -119,27 +122,32 @@ def _variants(k: int) -> None:
     def exit_count(a, r):
         b = _traces(r)
         # counts first: rcx is a cached value's register from K = 1 on
+        # counts with r10 when the values are in registers (rcx can be one's)
+        scratch = x86_64.r10 if keep else rcx
         a(MOV(b.ip, a.hole("resume_ip")), MOVSXD(rax, dword[b.ip]),
-          MOV(rcx, qword[b.vm + vm_offset("counts")]), INC(qword[rcx + rax * 8]))
-        _reload(a, b, k)
+          MOV(scratch, qword[b.vm + vm_offset("counts")]), INC(qword[scratch + rax * 8]))
+        if not keep:
+            _reload(a, b, k)
         _move(a, r, k, False)
         a(JMP(qword[r.table + rax * 8]))
 
     @stencil(f"exit:trampoline-handler{sfx}",
              f"a deopt exit: every register moved back, then the handler's direct jump{what}")
     def exit_handler(a, r):
-        _back(a, r, k)
+        _back(a, r, k, keep)
         a.jmp_hole("handler")
 
     @stencil(f"exit:trampoline-handler:far{sfx}",
              f"exit:trampoline-handler for a trace more than 2 GiB from the interpreter{what}")
     def exit_handler_far(a, r):
-        _back(a, r, k)
+        _back(a, r, k, keep)
         a(MOV(rax, a.hole("handler_abs")), JMP(rax))
 
 
 for _k in range(len(contract.CACHE_REGS) + 1):
     _variants(_k)
+    if _k:
+        _variants(_k, keep=True)
 
 
 def _move_back(a, r):

@@ -26,6 +26,7 @@ from shimlab.abi import contract
 from shimlab.errors import BuildError
 from shimlab.frontend import slbc
 from shimlab.interp import build, generate, loader
+from shimlab.jit.defaults import DEFAULT_LEVEL, LEVELS
 from test_modes import _examples, _expected, _input_for, _same
 
 KS = range(1, 4)             # the K the issue asks for; 4 and 5 are checked lighter
@@ -41,10 +42,13 @@ def get_build(mode: str, k: int, count: bool = True):
     return build.build(mode, cc_for(mode), count=count, cache=k)
 
 
-def run(mode: str, k: int, program, data: bytes = b""):
+def run(mode: str, k: int, program, data: bytes = b"", opt: int = 0):
+    """opt: the trace optimizer's level; from 1 on the traces keep the K values
+    they are entered with in registers (jit/fuse.py), level 0 spills them."""
     b = get_build(mode, k)
     if modes.is_jit(mode):
-        with vm.Loaded(b, program, data, jit={"threshold": 1, "verify_wx": True}) as loaded:
+        with vm.Loaded(b, program, data, jit={"threshold": 1, "verify_wx": True,
+                                              "opt": opt}) as loaded:
             return loaded.run()
     return vm.run(b, program, data)
 
@@ -200,17 +204,22 @@ def _jit_params():
     for mode in modes.JIT:
         for k in KS:
             for path in light:
-                quick = (k == 2 and path.name in ("squares.bf", "fib.py")) or \
-                        (k == 1 and mode == "jit-shim" and path.name == "nested_loops.py")
-                out.append(pytest.param(mode, k, path, marks=[] if quick else [pytest.mark.slow],
-                                        id=f"{mode}-k{k}-{path.parent.name}/{path.name}"))
+                for opt in (0, DEFAULT_LEVEL):
+                    quick = (k == 2 and path.name in ("squares.bf", "fib.py")) or \
+                            (k == 1 and mode == "jit-shim" and path.name == "nested_loops.py") \
+                            or (k == 3 and opt and path.name == "nested_loops.py"
+                                and mode in ("jit-direct", "jit-trampoline"))
+                    out.append(pytest.param(mode, k, path, opt,
+                                            marks=[] if quick else [pytest.mark.slow],
+                                            id=f"{mode}-k{k}-o{opt}-{path.parent.name}/"
+                                               f"{path.name}"))
     return out
 
 
-@pytest.mark.parametrize("mode,k,path", _jit_params())
-def test_corpus_jit_at_k(mode, k, path):
+@pytest.mark.parametrize("mode,k,path,opt", _jit_params())
+def test_corpus_jit_at_k(mode, k, path, opt):
     program = loader_program(path)
-    _same(run(mode, k, program, _input_for(path)), _expected(str(path)))
+    _same(run(mode, k, program, _input_for(path), opt), _expected(str(path)))
 
 
 SANITIZER_SAMPLE = ("squares.bf", "fib.py", "nested_loops.py")
@@ -225,7 +234,8 @@ def test_every_crossing_at_k_on_a_sample(mode, k):
     (the whole corpus at every K is test-all's, on plain builds)."""
     for path in (p for p in _examples() if p.name in SANITIZER_SAMPLE):
         program = loader_program(path)
-        _same(run(mode, k, program, _input_for(path)), _expected(str(path)))
+        for opt in (0, DEFAULT_LEVEL) if modes.is_jit(mode) else (0,):
+            _same(run(mode, k, program, _input_for(path), opt), _expected(str(path)))
 
 
 @pytest.mark.slow
@@ -253,20 +263,24 @@ def _check(configs, case: differential.Case) -> None:
             reject()           # too long for a quick test; not a failure
         raise
     expected = differential.result_to_json(ref)
-    for cfg in configs:
-        loader.library(str(get_build(*cfg).path))
+    for mode, k, _ in configs:
+        loader.library(str(get_build(mode, k).path))
 
     def all_of_them():
-        return {cfg: run(*cfg, program, case.input) for cfg in configs}
+        return {(m, k, o): run(m, k, program, case.input, o) for m, k, o in configs}
     results = isolate.call("the cached interpreters", all_of_them,
                            timeout=differential.NATIVE_TIMEOUT)
-    problems = [f"{m} K={k}: {d}" for (m, k), got in results.items()
+    problems = [f"{m} K={k} --jit-opt {o}: {d}" for (m, k, o), got in results.items()
                 for d in differential.differences(expected, differential.result_to_json(got))]
     assert not problems, "K > 0 disagrees with the oracle:\n  " + "\n  ".join(problems)
 
 
-QUICK = [("tailcall", 2), ("jit-direct", 2), ("jit-shim", 1), ("jit-direct-handler", 3)]
-ALL = [(m, k) for k in KS for m in modes.CACHING]
+# (mode, K, trace optimizer level)
+QUICK = [("tailcall", 2, 0), ("jit-direct", 2, 0), ("jit-direct", 2, DEFAULT_LEVEL),
+         ("jit-shim", 1, DEFAULT_LEVEL), ("jit-direct-handler", 3, 1),
+         ("jit-trampoline", 3, DEFAULT_LEVEL), ("jit-table", 1, 2)]
+ALL = [(m, k, o) for k in KS for m in modes.CACHING
+       for o in (LEVELS if modes.is_jit(m) else (0,))]
 _SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                         HealthCheck.filter_too_much,
                                                         HealthCheck.data_too_large])

@@ -93,6 +93,47 @@ def disassemble(code: bytes, addr: int = 0) -> list[Insn]:
     return out
 
 
+_FAMILY = {}     # capstone's register name -> its 64-bit register's
+
+
+def _full(name: str) -> str:
+    """eax, ax, al, r8d, r8b ... -> rax, r8 (flags and rip stay as they are)."""
+    if not _FAMILY:
+        for q in ("ax", "bx", "cx", "dx"):
+            for n in (f"r{q}", f"e{q}", q, f"{q[0]}l", f"{q[0]}h"):
+                _FAMILY[n] = f"r{q}"
+        for q in ("si", "di", "bp", "sp"):
+            for n in (f"r{q}", f"e{q}", q, f"{q}l"):
+                _FAMILY[n] = f"r{q}"
+        for k in range(8, 16):
+            for n in (f"r{k}", f"r{k}d", f"r{k}w", f"r{k}b"):
+                _FAMILY[n] = f"r{k}"
+    return _FAMILY.get(name, name)
+
+
+def written_registers(code: bytes) -> frozenset[str] | None:
+    """The general registers a piece of straight-line code writes (64-bit
+    names), implicit writes included (idiv's rax and rdx), less one saved by a
+    push and restored by its pop; None when it calls out, since a callee may
+    then write any of them."""
+    cs, x86, md = _capstone()
+    out, saved = set(), []          # saved: (register, written before its push)
+    for i in md.disasm(bytes(code), 0):
+        if i.id == 0 or cs.CS_GRP_CALL in set(i.groups):
+            return None
+        reg = _full(i.reg_name(i.operands[0].reg)) if (
+            i.mnemonic in ("push", "pop") and i.operands[0].type == x86.X86_OP_REG) else None
+        if i.mnemonic == "push" and reg:
+            saved.append((reg, reg in out))
+            continue
+        if i.mnemonic == "pop" and saved and saved[-1][0] == reg:
+            if not saved.pop()[1]:
+                out.discard(reg)
+            continue
+        out.update(_full(i.reg_name(r)) for r in i.regs_access()[1])
+    return frozenset(out)
+
+
 def listing(insns: list[Insn], marks=None, raw: bool = True) -> str:
     """Text of `insns`: address, the bytes (with `raw`), the instruction, and
     a note per instruction from `marks(insn)` (or None)."""

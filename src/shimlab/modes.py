@@ -49,6 +49,10 @@ class Mode(Frozen):
     # (written against both orders) move every register at each crossing
     trace_order: str = ""
     entry_stencil: str = ""                 # a stub laid before every trace: ENTER_JIT lands in it
+    # with K cached values (--cache K): ENTER_JIT spills them to the memory
+    # stack before the trace runs (the shim's C call cannot carry them in the
+    # preserve_none registers); else the trace is entered with them in registers
+    entry_spills: bool = False
 
     @property
     def build_name(self) -> str:
@@ -84,7 +88,7 @@ _REGISTRY = (
     _jit("jit-shim", "traces entered and left through a C shim", "SL_JIT_SHIM",
          entry="ENTER_JIT calls the C shim, which saves rbx, r12-r15 and calls the trace",
          exit="the trace returns the resume ip to the shim; ENTER_JIT dispatches",
-         exit_stencil="exit:shim", count_exit_stencil="exit:shim"),
+         exit_stencil="exit:shim", count_exit_stencil="exit:shim", entry_spills=True),
     _jit("jit-direct", "preserve_none tail call in, dispatch-table jump out", "SL_JIT_DIRECT",
          entry=_DIRECT_ENTRY, exit=_TABLE_EXIT, exit_stencil="exit:direct",
          count_exit_stencil="exit:direct:count", exits_to_handler="deopt"),

@@ -14,6 +14,9 @@ for a loop of k interpreted instructions, which measures one dispatch).  With
 ",sites=K" a jit-direct-sites run enters its M traces through K copies of
 ENTER_JIT (trace k through copy k mod K): the same program and traces with
 K entry jumps, which separates the number of entry sites from the crossings.
+With ",opt=L" the traces are compiled at trace optimizer level L (default 0,
+one stencil per instruction): at L >= 2 the LOAD_INT/POP pairs fold away, so
+a trace is its crossings alone and keeps cached values in registers.
 
 With ",live=K" (what `bench transitions --cache K` runs) every iteration
 first pushes K values, which stay on the operand stack under the work of
@@ -32,6 +35,7 @@ from dataclasses import dataclass
 from ..bytecode import Assembler, Function, Program
 from ..errors import ShimlabError
 from ..frontend.verify import verify
+from ..jit.defaults import LEVELS
 
 PREFIXES = ("transitions:", "interp:")
 MAX_LIVE = 16       # live values: at least every K of --cache
@@ -47,10 +51,11 @@ class Spec:
     n: int = 20000      # iterations
     sites: int = 0      # jit-direct-sites: ENTER_JIT copies the traces share (0: one each)
     live: int = 0       # values kept on the operand stack across every crossing
+    opt: int = 0        # the traces' optimizer level (jit/optimize.py)
 
     @property
     def name(self) -> str:
-        live = f",live={self.live}" if self.live else ""
+        live = (f",live={self.live}" if self.live else "") + (f",opt={self.opt}" if self.opt else "")
         if self.kind == "interp":
             return f"interp:k={self.k},n={self.n}{live}"
         sites = f",sites={self.sites}" if self.sites else ""
@@ -84,6 +89,8 @@ def parse(spec: str) -> Spec:
         raise ShimlabError(f"{spec}: n must be at least 1")
     if not 0 <= s.live <= MAX_LIVE:
         raise ShimlabError(f"{spec}: live must be 0 to {MAX_LIVE}")
+    if s.opt not in LEVELS:
+        raise ShimlabError(f"{spec}: opt must be one of {', '.join(map(str, LEVELS))}")
     return s
 
 
@@ -137,9 +144,10 @@ def build(spec: str) -> tuple[Program, list[tuple[int, int]]]:
 
 def jit_options(spec: str, stretches) -> dict:
     """What the JIT of a run of this program is told: install the stretches,
-    record nothing, and (sites=K) share K entry copies."""
+    record nothing (no hot loops, no hot side exits), and (sites=K) share K
+    entry copies."""
     s = parse(spec)
-    out = {"stretches": stretches, "record": False}
+    out = {"stretches": stretches, "record": False, "opt": s.opt, "link": False}
     if s.sites:
         out["entry_sites"] = s.sites
     return out

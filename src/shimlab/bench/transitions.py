@@ -47,9 +47,11 @@ SIZES = {
 
 
 def spec(m: int, size: dict, live: int = 0) -> str:
-    """The sweep's program with M round trips; live=K at --cache K (synthetic.py)."""
+    """The sweep's program with M round trips; live=K at --cache K, its traces
+    at the sweep's --jit-opt (size["jit_opt"]; synthetic.py)."""
+    opt = size.get("jit_opt", 0)
     return f"transitions:m={m},j={size['j']},i={size['i']},n={size['n']}" + (
-        f",live={live}" if live else "")
+        f",live={live}" if live else "") + (f",opt={opt}" if opt else "")
 
 
 def interp_spec(k: int, size: dict, live: int = 0) -> str:
@@ -720,7 +722,7 @@ def draw_cache(ax, a: dict) -> None:
 # -- command ------------------------------------------------------------------------
 
 def main(args) -> int:
-    size = SIZES[args.size]
+    size = dict(SIZES[args.size], jit_opt=getattr(args, "jit_opt", 0) or 0)
     cc = toolchain.get_compiler(args.cc, need=set(mode_registry.get("jit-direct").features)).name
     modes = tuple(args.mode or MODES)
     caches = sorted(set(getattr(args, "cache", None) or [0]))

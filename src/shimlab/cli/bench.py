@@ -92,6 +92,11 @@ def add_parser(sub, help_text: str) -> None:
     t.add_argument("--plot", action="store_true", help="write PNG/SVG plots next to it")
     _cache(t, "every crossing at each K, its programs keeping K values live across each "
               "crossing; one table, a row group per K")
+    t.add_argument("--jit-opt", type=int, choices=optimize.LEVELS, default=0, metavar="LEVEL",
+                   help="the traces' optimizer level (default 0: one stencil per instruction, "
+                        "cached values spilled at entry; 2 or more: the work folds away and "
+                        "the traces keep cached values in registers, so a round trip is the "
+                        "crossing carrying them)")
     t.set_defaults(fn=transitions.main)
 
     g = bsub.add_parser("programs", help="BF and minipy programs: tailcall against the JIT modes")

@@ -29,6 +29,7 @@ class Exit:
     uncount: int | None      # count builds: opcode whose count a deopt takes back
     deopt: bool = False      # resumes AT an instruction the trace did not finish
     head: int = 0            # the trace's virtual head there: the head register catches up
+    kept: bool = False       # --cache K: leaves with the K values in registers, not spilled
 
 
 @dataclass
@@ -108,7 +109,7 @@ def load_stencils(ctx: Context) -> dict:
                            f"interpreter's, which {ctx.source}-built stencils cannot; use peachpy")
     st = dict(stencil_store.load(contract.trace_state(ctx.state, mode.trace_order)))
     stubs, names = stencil_store.load(ctx.state), _stubs(mode)
-    st.update({n: s for n, s in stubs.items() if re.sub(r":k\d+$", "", n) in names})
+    st.update({n: s for n, s in stubs.items() if re.sub(r":k\d+(:keep)?$", "", n) in names})
     return st
 
 
@@ -129,8 +130,9 @@ def _exit_parts(ctx: Context, ex: Exit, far: bool = False, linked: bool = False)
         parts.append(_hot_exit(ctx))
     if ctx.count and ex.uncount is not None:
         parts.append("uncount")
-    # an interpreter with K cached values: the exit stub's :kK variant reloads them
-    k = f":k{ctx.cache}" if ctx.cache else ""
+    # an interpreter with K cached values: the exit stub's :kK variant reloads
+    # them, its :kK:keep variant finds them in their registers
+    k = (f":k{ctx.cache}" + (":keep" if ex.kept else "")) if ctx.cache else ""
     mode = modes.get(ctx.mode)
     if _to_handler(ctx, ex):
         if ctx.count:
@@ -179,10 +181,13 @@ def _slot_size(st, count, stats, virtual_head, cache, hot, order) -> int:
             continue
         ctx = Context(mode, 0, [], [], count=count, tallies=0 if stats else None, cache=cache,
                       heat=0 if hot else None)
+        kept = (False, True) if cache and not modes.get(mode).entry_spills else (False,)
         for deopt in (False, True):
             for far in (False, True):
-                parts = _exit_parts(ctx, Exit(0, 0, deopt, head=int(virtual_head)), far)
-                worst = max(worst, sum(len(st[p].code) for p in parts))
+                for keep in kept:
+                    parts = _exit_parts(ctx, Exit(0, 0, deopt, head=int(virtual_head), kept=keep),
+                                        far)
+                    worst = max(worst, sum(len(st[p].code) for p in parts))
     return -(-worst // SLOT_ALIGN) * SLOT_ALIGN
 
 
@@ -191,6 +196,10 @@ def _count_blocks(lowered, st: dict, blocks: int) -> list[int]:
     after a piece that can leave), so the instructions a trace ran are the
     sum of each block's count times its instructions; returns those counts.
     Rewrites lowered's pieces, labels and starts in place."""
+    if not lowered.pieces:     # every instruction folded away: one block, its tally
+        lowered.pieces = [optimize.Piece("tally", {"tally": blocks})]
+        lowered.labels = {pc: 0 for pc in lowered.labels}
+        return [len(lowered.starts)]
     leaves = {"deopt", "branch", "loop"}
     bounds = {0} | set(lowered.labels.values()) | {
         i + 1 for i, p in enumerate(lowered.pieces) if leaves & {h.kind for h in st[p.stencil].holes}}
@@ -219,7 +228,7 @@ def _lower(trace: Trace, ctx: Context, st: dict):
     if cached is not None and cached[0] == key:
         return cached[1], cached[2]
     lowered = optimize.lower(trace, ctx.consts, ctx.opt, ctx.count,
-                             registers=ctx.source == "peachpy")
+                             registers=ctx.source == "peachpy", cache=cache_for(ctx, st))
     for p in lowered.pieces:
         if p.stencil not in st:
             where = f" (pc {p.op.pc})" if p.op is not None else ""
@@ -227,6 +236,19 @@ def _lower(trace: Trace, ctx: Context, st: dict):
     block_ops = _count_blocks(lowered, st, ctx.blocks) if ctx.blocks is not None else []
     trace._lowered = (key, lowered, block_ops)
     return lowered, block_ops
+
+
+def cache_for(ctx: Context, st: dict | None = None) -> "optimize.Cache | None":
+    """What the optimizer needs to keep a trace's entry values in registers:
+    None when the trace is entered with them spilled (K = 0, or jit-shim)."""
+    st = load_stencils(ctx) if st is None else st
+    mode = modes.get(ctx.mode)
+    if not ctx.cache or mode.entry_spills:
+        return None
+    regs = contract.trace_cache_registers(ctx.cache, mode.trace_order)
+    return optimize.Cache(regs, lambda name: stencil_store.writes(st[name]),
+                          lambda name: bool(_LEAVES & {h.kind for h in st[name].holes}))
+_LEAVES = {"deopt", "branch", "loop"}
 
 
 def lower(trace: Trace, ctx: Context) -> None:
@@ -265,13 +287,14 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None,
         offsets.append(pos)
         pos += len(st[p.stencil].code)
     body = pos
+    offsets.append(body)    # a label after the last piece: a stretch whose work folded away
     first = (1 if ctx.tallies is not None else 0) + (1 if mode.entry_stencil else 0)
     at_pc = {pc: offsets[i + first] for pc, i in lowered.labels.items()}
     # pass 2: exits, one slot each; the end exit first, so the body falls into it
     exits: dict[Exit, int] = {}
     retakes: dict[Exit, bool] = {}
     if not trace.closed:
-        exits[Exit(trace.end_pc, None)] = 0
+        exits[Exit(trace.end_pc, None, kept=lowered.end_kept)] = 0
     for p in pieces:
         t, values = p.op, p.values
         if t is None:
@@ -283,15 +306,16 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None,
                 raise CompileError(f"pc {t.pc}: loop target {target} is not a label of the trace")
             values["loop"] = ("at", at_pc[target])
         if "deopt" in kinds:    # never linked: the interpreter must run this instruction
-            ex = Exit(t.pc, t.op if ctx.count and p.counted else None, deopt=True, head=p.d)
+            ex = Exit(t.pc, t.op if ctx.count and p.counted else None, deopt=True, head=p.d,
+                      kept=p.kept)
             values["deopt"] = ("exit", exits.setdefault(ex, len(exits)))
             retakes[ex] = p.counted
         if "branch" in kinds:
             if t.exit_pc in at_pc and not p.d:
                 values["branch"] = ("at", at_pc[t.exit_pc])
             else:
-                values["branch"] = ("exit", exits.setdefault(Exit(t.exit_pc, None, head=p.d),
-                                                             len(exits)))
+                values["branch"] = ("exit", exits.setdefault(
+                    Exit(t.exit_pc, None, head=p.d, kept=p.kept), len(exits)))
     slot = slot_size(st, ctx.count, ctx.tallies is not None, ctx.opt > 0, cache=ctx.cache,
                      hot=ctx.heat is not None, order=mode.trace_order)
     total = body + slot * len(exits)

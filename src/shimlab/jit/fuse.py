@@ -4,7 +4,9 @@ virtual inside a trace, so an instruction takes its operands where they are
 its result in that register; the stencils are jitstubs/fused.py's.
 
 Entries are ("s",) on the memory stack, ("l", index), ("i", value) or ("r",)
-in TOS; memory entries are always below virtual ones.  The stack is flushed
+in TOS, or ("c", register): a value the trace was entered with in that
+register (--cache K), below every other virtual entry; memory entries are
+always below virtual ones.  The stack is flushed
 (every virtual entry pushed, in order) before anything that can leave the
 trace or needs memory, so every exit sees the interpreter's exact state.
 """
@@ -54,10 +56,34 @@ class VirtualStack:
     def __init__(self, lowered, piece, count_piece):
         self.out, self.piece, self.count_piece = lowered, piece, count_piece
         self.entries: list[tuple] = []
+        self.entry: list[tuple] = []      # the entries the trace was entered with (enter)
 
     # -- emitting ------------------------------------------------------------
     def emit(self, stencil: str, values: dict, t=None, d: int = 0) -> None:
-        self.out.pieces.append(self.piece(stencil, values, t, d))
+        self.out.add(self.piece(stencil, values, t, d))
+
+    # -- cached values (--cache K) --------------------------------------------
+    def enter(self, registers) -> None:
+        """The trace is entered with the stack's top values in `registers`, the top first."""
+        self.entry = [("c", reg) for reg in reversed(registers)]
+        self.entries = list(self.entry)
+
+    def spill_written(self, written, d: int) -> None:
+        """Cached values in registers `written` (None: all) go to memory,
+        with every entry below them."""
+        top = max((k for k, e in enumerate(self.entries)
+                   if e[0] == "c" and (written is None or e[1] in written)), default=None)
+        if top is not None:
+            self.flush(d, keep=len(self.entries) - top - 1)
+
+    def settle(self, d: int) -> bool:
+        """Before the trace can leave: True if the cached values are all still
+        where the trace was entered with them (and nothing else virtual), else
+        everything goes to memory (the exit reloads them)."""
+        if self.entries == self.entry:
+            return True
+        self.flush(d)
+        return False
 
     def _operand_values(self, e: tuple, left: bool) -> dict:
         if e[0] == "l":
@@ -74,7 +100,8 @@ class VirtualStack:
             e = entries[k]
             if e[0] == "s":
                 continue
-            self.emit(f"opt:push:{e[0]}", self._operand_values(e, left=False), None, d)
+            name = f"opt:push:reg:{e[1]}" if e[0] == "c" else f"opt:push:{e[0]}"
+            self.emit(name, self._operand_values(e, left=False), None, d)
             entries[k] = ("s",)
             self.out.note("stack values spilled")
 
@@ -102,7 +129,7 @@ class VirtualStack:
             e.pop()
             self.out.note("stack operations fused")
             return 1
-        if name == "STORE_LOCAL" and e and e[-1][0] != "s":
+        if name == "STORE_LOCAL" and e and e[-1][0] not in "sc":
             return self._store(t, d)
         if len(e) < 2:
             return 0

@@ -12,6 +12,12 @@ finds any error exactly) before anything in it ran.  Level 2 also fuses
 minipy's stack traffic (jit/fuse.py), constant operands folded into the
 stencils (`x + 1`, `x < 100`) and constant expressions folded away.  Level 3
 also keeps a loop trace's hottest locals in registers (jit/reglocals.py).
+
+With K cached values (--cache K, a crossing that carries them: `Cache`) a
+trace is entered with the interpreter's top K stack values in registers;
+they stay there (the bottom of the virtual stack, jit/fuse.py) until a
+stencil writes their register or needs the memory stack, and an exit that
+still finds them there leaves without a reload (`Piece.kept`).
 """
 from __future__ import annotations
 
@@ -32,6 +38,17 @@ class Piece:
     op: TraceOp | None = None    # the instruction it belongs to (exits, labels, symbols)
     d: int = 0                   # the virtual head here: the interpreter's head is head + d
     counted: bool = True         # op's count was taken before this piece (a deopt takes it back)
+    kept: bool = False           # --cache K: its exits leave with the K values in registers
+
+
+@dataclass
+class Cache:
+    """A trace entered with K cached values in registers (c0, the top, first),
+    and what the optimizer asks of a stencil by name: the registers it writes
+    (None: any) and whether it can leave the trace."""
+    registers: tuple
+    writes: object
+    leaves: object
 
 
 @dataclass
@@ -40,6 +57,13 @@ class Lowered:
     labels: dict[int, int] = field(default_factory=dict)   # pc -> piece where d = 0, a jump target
     folded: dict[str, int] = field(default_factory=dict)   # what the optimizer did, for --stats
     starts: list[int] = field(default_factory=list)        # per trace instruction: its first piece
+    end_kept: bool = False       # --cache K: the end exit finds the K values in registers
+    before: object = None        # called with each piece before it is added (--cache K)
+
+    def add(self, piece: Piece) -> None:
+        if self.before is not None:
+            self.before(piece)
+        self.pieces.append(piece)
 
     def note(self, what: str, n: int = 1) -> None:
         self.folded[what] = self.folded.get(what, 0) + n
@@ -55,22 +79,32 @@ def operand_values(t: TraceOp, consts: list[int]) -> dict:
 
 
 def lower(trace: Trace, consts: list[int], level: int, count: bool,
-          registers: bool = True) -> Lowered:
+          registers: bool = True, cache: Cache | None = None) -> Lowered:
     """registers: every instruction stencil is one whose registers level 3
-    knows (PeachPy's; False for clang-built ones)."""
+    knows (PeachPy's; False for clang-built ones); cache: the trace is entered
+    with cached values in registers."""
     if level not in LEVELS:
         raise ValueError(f"optimizer level {level}: choose one of {LEVELS}")
     ops = list(trace.ops)
     out = Lowered()
     if level == 0:
+        for reg in reversed(cache.registers if cache else ()):   # plain stencils: memory only
+            out.pieces.append(Piece(f"opt:push:reg:{reg}", {}))
         for t in ops:
             out.labels.setdefault(t.pc, len(out.pieces))
             out.starts.append(len(out.pieces))
             _count(out, t, count)
             out.pieces.append(Piece(t.stencil, operand_values(t, consts), t))
         return out
-    _VirtualHead(trace, ops, consts, count, out, fuse_stack=level >= 2).run()
-    if level >= 3 and registers and not any(overridden(t) for t in ops):
+    head = _VirtualHead(trace, ops, consts, count, out, fuse_stack=level >= 2, cache=cache)
+    head.run()
+    if head.disturbed:    # a back-edge could not bring the cached values back: spill at the start
+        out = Lowered()
+        _VirtualHead(trace, ops, consts, count, out, fuse_stack=level >= 2, cache=cache,
+                     keep_start=False).run()
+    # (the locals' registers are cached values' too, from K = 3 or 4 on: a
+    # trace that keeps cached values keeps no locals)
+    if level >= 3 and registers and cache is None and not any(overridden(t) for t in ops):
         keep_locals(trace, out, Piece)
     return out
 
@@ -91,7 +125,7 @@ def _overridden(stencil: str) -> bool:
 
 def _count(out: Lowered, t: TraceOp, count: bool, d: int = 0) -> None:
     if count:
-        out.pieces.append(Piece("count", {"count": 8 * t.op}, None, d))
+        out.add(Piece("count", {"count": 8 * t.op}, None, d))
 
 
 # --- level 1: the virtual head --------------------------------------------
@@ -113,19 +147,57 @@ _CHECKED = {"MOVE", "CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD", "CELL_ADD2_AT",
             *_MOVE_BRANCHES}   # each checked its cell (or cells)
 _TAPE = {"CELL_ADD", "CELL_ZERO", "MOVE", "CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD",
          "CELL_ADD2_AT", *_MOVE_BRANCHES}
+# instructions that never touch the operand stack: cached values stay in
+# registers across them (unless a stencil writes one's register)
+_OFF_STACK = _ON_TAPE | set(_CELL_BRANCHES) | {"NOP", "JUMP"}
 
 
 class _VirtualHead:
     def __init__(self, trace: Trace, ops: list[TraceOp], consts, count: bool, out: Lowered,
-                 fuse_stack: bool = False):
+                 fuse_stack: bool = False, cache: Cache | None = None, keep_start: bool = True):
         self.trace, self.ops, self.consts, self.count, self.out = trace, ops, consts, count, out
-        self.stack = None
-        if fuse_stack:
+        self.stack, self.fuse, self.cache = None, fuse_stack, cache
+        if fuse_stack or cache:
             self.stack = VirtualStack(out, Piece, lambda t, d: _count(out, t, count, d))
         pcs = {t.pc for t in ops}
-        self.label_pcs = {trace.start} | {t.loop_pc for t in ops if t.loop_pc is not None}
-        self.label_pcs |= {t.exit_pc for t in ops if t.exit_pc in pcs}
+        jumped = {t.loop_pc for t in ops if t.loop_pc is not None}
+        jumped |= {t.exit_pc for t in ops if t.exit_pc in pcs}
+        self.label_pcs = {trace.start} | jumped
+        # the labels something jumps to: the stack is in memory there.  With
+        # cached values (keep_start) the start is instead where the trace was
+        # entered, the values in their registers, and every jump back to it
+        # must find them there still, or the trace is lowered again with the
+        # start a label like the others (disturbed)
+        self.targets = self.label_pcs
+        self.keep_start = bool(cache) and keep_start
+        self.disturbed = False
+        if cache:
+            self.targets = jumped | ({trace.start} if trace.closed else set())
+            if self.keep_start:
+                self.targets = self.targets - {trace.start}
+            self.stack.enter(cache.registers)
+            out.before = self._before
         self.d = 0
+
+    def _before(self, p: Piece) -> None:
+        """--cache K: a cached value moves to memory before a stencil writes its
+        register; a piece that can leave finds them all where the trace was
+        entered with them (kept) or everything spilled (its exit reloads)."""
+        if p.stencil.startswith("opt:push:"):
+            return                        # the spills' own pieces
+        stack = self.stack
+        stack.spill_written(self.cache.writes(p.stencil), p.d)
+        if self.cache.leaves(p.stencil):
+            t, start = p.op, self.trace.start
+            back = t is not None and self.keep_start and (
+                t.exit_pc == start or t.loop_pc == start or
+                (t.loop_pc is None and t.stencil.endswith(":close")))
+            if back:
+                self.disturbed |= stack.entries != stack.entry
+            elif t is not None and (t.exit_pc in self.targets or t.loop_pc is not None or
+                                    t.stencil.endswith(":close")):
+                stack.flush(p.d)
+            p.kept = stack.settle(p.d)
 
     def _materializes(self, t: TraceOp) -> bool:
         """The head register must be the interpreter's before t runs: t is a
@@ -156,7 +228,10 @@ class _VirtualHead:
                 j += 1
             self.stretch(ops[i:j])
             i = j
-        self.flush_stack()
+        if self.cache:
+            self.out.end_kept = self.stack.settle(self.d)
+        else:
+            self.flush_stack()
         self.materialize()           # the end exit (or nothing: a closed trace jumped back)
 
     def flush_stack(self) -> None:
@@ -165,12 +240,12 @@ class _VirtualHead:
 
     def materialize(self) -> None:
         if self.d:
-            self.out.pieces.append(Piece("opt:head", {"cell": self.d}, None, self.d))
+            self.out.add(Piece("opt:head", {"cell": self.d}, None, self.d))
             self.out.note("head materialized")
             self.d = 0
 
     def stretch(self, ops: list[TraceOp]) -> None:
-        if ops[0].pc in self.label_pcs:
+        if ops[0].pc in self.targets:
             self.flush_stack()       # a jump may arrive here: the stack as the interpreter has it
         self.materialize()
         out = self.out
@@ -193,19 +268,25 @@ class _VirtualHead:
                 lo = c if lo is None else min(lo, c)
                 hi = c if hi is None else max(hi, c)
         if lo is not None:
-            self.flush_stack()       # its deopt resumes with the interpreter's stack
-            out.pieces.append(Piece("opt:check", {"cell": lo, "cell2": hi}, ops[0], 0,
-                                    counted=False))
+            if not self.cache:       # (with one, _before settles the stack)
+                self.flush_stack()   # its deopt resumes with the interpreter's stack
+            # (a cached value in rcx: the check that saves it)
+            check = "opt:check:rcx" if self.cache and ("c", "rcx") in self.stack.entries \
+                else "opt:check"
+            out.add(Piece(check, {"cell": lo, "cell2": hi}, ops[0], 0, counted=False))
             out.note("bounds checks hoisted", sum(1 for t in ops if t.name in _CHECKED) - 1)
         k = 0
         while k < len(ops):
             at = len(out.pieces)
-            if self.stack is not None and not overridden(ops[k]):
+            t = ops[k]
+            if self.fuse and not overridden(t):
                 taken = self.stack.take(ops, k, self.d)
                 if taken:
                     out.starts += [at] * taken
                     k += taken
                     continue
+            if self.stack is not None and (not self.cache or overridden(t) or
+                                           t.name not in _OFF_STACK):
                 self.flush_stack()
             out.starts.append(len(out.pieces))
             self.one(ops[k])
@@ -216,41 +297,41 @@ class _VirtualHead:
         _count(out, t, self.count, d)
         name, arg = t.name, t.arg
         if overridden(t):
-            out.pieces.append(Piece(t.stencil, operand_values(t, self.consts), t, d))
+            out.add(Piece(t.stencil, operand_values(t, self.consts), t, d))
         elif name == "MOVE":
             self.d += arg
             out.note("moves folded")
         elif name == "CELL_ADD":
-            out.pieces.append(Piece("opt:add", {"cell": d, "byte": arg & 0xFF}, t, d))
+            out.add(Piece("opt:add", {"cell": d, "byte": arg & 0xFF}, t, d))
         elif name == "CELL_ZERO":
-            out.pieces.append(Piece("opt:zero", {"cell": d}, t, d))
+            out.add(Piece("opt:zero", {"cell": d}, t, d))
         elif name == "CELL_ADD_AT":
-            out.pieces.append(Piece("opt:add", {"cell": d + (arg >> 8), "byte": arg & 0xFF}, t, d))
+            out.add(Piece("opt:add", {"cell": d + (arg >> 8), "byte": arg & 0xFF}, t, d))
         elif name == "CELL_SET_AT":
             v = arg & 0xFF
-            out.pieces.append(Piece("opt:set" if v else "opt:zero",
+            out.add(Piece("opt:set" if v else "opt:zero",
                                     {"cell": d + (arg >> 8), "byte": v}, t, d))
         elif name == "CELL_MULADD":
             factor = arg & 0xFF
             if factor:
-                out.pieces.append(Piece("opt:copyadd" if factor == 1 else "opt:muladd",
+                out.add(Piece("opt:copyadd" if factor == 1 else "opt:muladd",
                                         {"cell": d + (arg >> 8), "cell2": d, "byte": factor}, t, d))
         elif name == "CELL_ADD2_AT":
             off_a, byte_a, off_b, byte_b = isa.unpack_add2(arg)
-            out.pieces.append(Piece("opt:add", {"cell": d + off_a, "byte": byte_a}, t, d))
-            out.pieces.append(Piece("opt:add", {"cell": d + off_b, "byte": byte_b}, t, d))
+            out.add(Piece("opt:add", {"cell": d + off_a, "byte": byte_a}, t, d))
+            out.add(Piece("opt:add", {"cell": d + off_b, "byte": byte_b}, t, d))
         elif self._after_move(t):
             self.d += arg >> 8
             out.note("moves folded")
             self.materialize()
-            out.pieces.append(Piece(t.stencil.replace("MOVE_", "", 1),
+            out.add(Piece(t.stencil.replace("MOVE_", "", 1),
                                     operand_values(t, self.consts), t, 0))
         elif t.stencil in _GUARD and t.exit_pc not in self.label_pcs:
             if name in _MOVE_BRANCHES:
                 self.d = d = d + (arg >> 8)
                 out.note("moves folded")
-            out.pieces.append(Piece(_GUARD[t.stencil], {"cell": d}, t, d))
+            out.add(Piece(_GUARD[t.stencil], {"cell": d}, t, d))
         else:
             if d and name in _ON_TAPE:
                 raise AssertionError(f"optimizer: {t.stencil} at pc {t.pc} would see a stale head")
-            out.pieces.append(Piece(t.stencil, operand_values(t, self.consts), t, d))
+            out.add(Piece(t.stencil, operand_values(t, self.consts), t, d))

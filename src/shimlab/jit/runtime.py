@@ -167,9 +167,7 @@ class Jit:
         self.table = None
         self.slots_used = 0
         self.entry_copies: list = []
-        # with cached values (--cache K) a trace is entered only through an
-        # ENTER_JIT, which spills them: jit-table's slots hold its copies then
-        if spec.entry_copies or (spec.trace_table and loaded.build.cache):
+        if spec.entry_copies:
             copies = vmh.constant("SL_JIT_ENTER_COPIES")
             sites = copies if entry_sites is None else entry_sites
             if not 1 <= sites <= copies:

@@ -350,3 +350,15 @@ def extra_stencils(stencils):
     finally:
         for name in added:
             unregister(name)
+
+
+def writes(stencil: Stencil) -> frozenset[str] | None:
+    """The registers a stencil's code writes (None: it calls out, so any):
+    what the optimizer must move a cached value out of first (--cache K)."""
+    return _writes(bytes(stencil.code))
+
+
+@lru_cache(maxsize=None)
+def _writes(code: bytes) -> frozenset[str] | None:
+    from .. import disasm      # capstone: only for a trace that keeps cached values
+    return disasm.written_registers(code)
