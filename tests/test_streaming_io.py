@@ -228,6 +228,16 @@ def test_dis_on_a_full_disk_is_one_line():
     _one_line_error(proc, "No space left on device")
 
 
+@pytest.mark.parametrize("argv", [["run", "--mode", "tailcall"], ["run", "--mode", "reference"],
+                                  ["dis"]])
+def test_a_closed_stdout_is_one_line(argv):
+    """`>&-`: one line and exit 1, not an AttributeError traceback (run) or
+    silence with exit 0 (dis)."""
+    proc = subprocess.run([*SHIMLAB, *argv, str(EXAMPLES / "bf" / "hello.bf")],
+                          stderr=subprocess.PIPE, preexec_fn=lambda: os.close(1), timeout=120)
+    _one_line_error(proc, "stdout is closed")
+
+
 def test_input_dash_with_stdin_closed_is_one_line(prog):
     eof = prog("eof.bf", ",.,.,.")
     proc = _shimlab("run", eof, "--input", "-", stdin=None,
