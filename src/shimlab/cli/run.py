@@ -181,6 +181,43 @@ def check_against_oracle(program, data: bytes, result, what: str, timeout=None,
         raise ShimlabError(f"--check: {diff}")
 
 
+class _Terminated(BaseException):
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_terminated(signum, frame):
+    raise _Terminated(signum)
+
+
+def _unwinding_on_termination(fn):
+    """fn() in this process (the oracle without --isolate), where SIGTERM or
+    SIGHUP would end Python at once and lose the output the run holds: they
+    unwind the run instead, so its `finally` writes that output out, and then
+    the process dies of the same signal (the native modes' driver.c does the
+    same in C)."""
+    import signal
+    caught = (signal.SIGTERM, signal.SIGHUP)
+    old = {sig: signal.signal(sig, _raise_terminated) for sig in caught}
+    try:
+        return fn()
+    except _Terminated as t:
+        for sig in caught:
+            signal.signal(sig, signal.SIG_IGN)
+        try:
+            sys.stdout.flush()
+        except OSError:
+            pass
+        signal.signal(t.signum, signal.SIG_DFL)
+        os.kill(os.getpid(), t.signum)
+        raise SystemExit(128 + t.signum) from None       # not reached
+    finally:
+        for sig, handler in old.items():
+            if signal.getsignal(sig) is _raise_terminated:
+                signal.signal(sig, handler)
+
+
 def cmd_run(args) -> int:
     check_numbers(args)
     # --isolate: the run happens in a forked child, so a fault or a timeout
@@ -246,7 +283,8 @@ def cmd_run(args) -> int:
                 return result, (loaded.jit.report(result.counts)
                                 if loaded.jit and args.stats else None)
     if args.mode == modes.REFERENCE:
-        result = isolate.call(what, child, timeout=args.timeout) if isolated else child()
+        result = (isolate.call(what, child, timeout=args.timeout) if isolated
+                  else _unwinding_on_termination(child))
     else:
         result, report = (isolate.call(what, child, timeout=args.timeout) if isolated
                           else child())
