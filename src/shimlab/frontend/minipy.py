@@ -1107,6 +1107,10 @@ def _compile(source: str, filename: str) -> Program:
     except SyntaxError as e:
         line = e.lineno or 1
         col = e.offset or 1
+        if "integer string conversion" in e.msg:    # Python's advice is about Python
+            raise FrontendError(f"{filename}:{line}:{col}: an integer literal with more than "
+                                f"{sys.get_int_max_str_digits()} digits (minipy's integers "
+                                f"are 64-bit)") from None
         raise FrontendError(f"{filename}:{line}:{col}: syntax error: {e.msg}") from None
     except RecursionError:
         raise FrontendError(_too_deep(filename)) from None
