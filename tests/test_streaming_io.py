@@ -202,6 +202,30 @@ def test_endless_output_stays_bounded_and_reaches_stdout(prog):
     assert peak_kb < 200 * 1024, f"peak RSS {peak_kb} KB"
 
 
+def _address_space(mb: int):
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (mb << 20, mb << 20))
+    return limit
+
+
+@pytest.mark.parametrize("mode", ["tailcall", "jit-direct", "reference"])
+def test_under_a_memory_limit_endless_output_runs_and_a_big_tape_is_the_vms_error(mode, prog):
+    """`prlimit --as`: +[.] runs until its timeout with its output streamed
+    (it grew to 24 GB once, and ended in a MemoryError traceback under a
+    limit), and a tape that does not fit is the VM's own one-line error."""
+    inf = prog("inf.bf", "+[.]")
+    proc = subprocess.run([*SHIMLAB, "run", str(inf), "--mode", mode, "--timeout", "1.5"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60,
+                          preexec_fn=_address_space(400))
+    assert proc.returncode == 3 and len(proc.stdout) > CHUNK, proc.stderr
+    assert b"Traceback" not in proc.stderr and len(proc.stderr.splitlines()) == 1
+    proc = _shimlab("run", prog("a.bf", "+."), "--mode", mode, "--tape-size", 1 << 30,
+                    preexec_fn=_address_space(400))
+    _one_line_error(proc, "out of memory")
+
+
 def test_ctrl_c_writes_out_what_was_output(prog):
     hang = prog("hang.py", "print(1)\nwhile True:\n    pass\n")
     proc = subprocess.Popen([*SHIMLAB, "run", str(hang)], stdout=subprocess.PIPE,
