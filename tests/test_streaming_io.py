@@ -174,6 +174,28 @@ def test_endless_devices_are_read_only_as_far_as_the_program_reads(source, devic
     assert proc.returncode == 0 and len(proc.stdout) == 3
 
 
+@pytest.mark.parametrize("source", ["yes", "/dev/zero"])
+def test_check_streams_endless_input_too(source, prog):
+    """--check gives the oracle the run's input: it keeps what the run read
+    (a tee), not the whole input, which never ends here (it read until out
+    of memory: the address-space limit makes that quick)."""
+    eof = prog("eof.bf", ",.,.,.")
+    if source == "yes":
+        yes = subprocess.Popen(["yes"], stdout=subprocess.PIPE)
+        try:
+            proc = _shimlab("run", eof, "--check", stdin=yes.stdout, timeout=60,
+                            preexec_fn=_address_space(1024))
+        finally:
+            yes.kill()
+            yes.wait()
+        want = b"y\ny"
+    else:
+        proc = _shimlab("run", eof, "--check", "--input", source, timeout=60,
+                        preexec_fn=_address_space(1024))
+        want = b"\0\0\0"
+    assert (proc.returncode, proc.stdout) == (0, want), proc.stderr
+
+
 def test_output_before_a_timeout_reaches_stdout(prog):
     hang = prog("hang.py", "print(1)\nwhile True:\n    pass\n")
     for mode in ("tailcall", "reference"):
