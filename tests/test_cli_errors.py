@@ -37,6 +37,16 @@ def test_hostile_slbc_is_one_line_exit_1(tmp_path, command, text, needle):
     _one_line(_shimlab(command, str(path)), 1, needle)
 
 
+@pytest.mark.parametrize("command", ["run", "dis"])
+def test_a_minipy_integer_past_pythons_digit_limit_is_one_line_without_pythons_advice(
+        tmp_path, command):
+    path = tmp_path / "p.py"
+    path.write_text("x = 1\nif x:\n    y = " + "7" * 4400 + "\n")
+    proc = _shimlab(command, str(path))
+    _one_line(proc, 1, "p.py:3:")
+    assert "more than 4300 digits" in proc.stderr and "set_int_max_str_digits" not in proc.stderr
+
+
 @pytest.mark.parametrize("argv,needle", [
     (["run", "--mode", "nope", HELLO], "argument --mode: invalid choice: 'nope'"),
     (["run"], "the following arguments are required: file"),

@@ -64,6 +64,24 @@ def test_killing_shimlab_run_leaves_no_child(hang, mode, sig):
         parent.wait()
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_the_oracle_in_process_writes_out_its_output_when_terminated(hang, sig):
+    """The reference mode without --isolate runs in shimlab itself: SIGTERM or
+    SIGHUP unwinds the run so the output it holds is written, then shimlab
+    dies of that signal (as the native modes' driver does)."""
+    proc = subprocess.Popen([*SHIMLAB, "run", str(hang), "--mode", "reference"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_until_busy(proc.pid, seconds=1.0)      # start-up takes far less
+        os.kill(proc.pid, sig)
+        out, err = proc.communicate(timeout=30)
+        assert (proc.returncode, out) == (-sig, b"1\n"), err
+        assert b"Traceback" not in err
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_a_subprocess_child_dies_with_its_parent(tmp_path):
     """childpy's children get the same parent-death signal (it survives exec)."""
     pidfile = tmp_path / "pid"

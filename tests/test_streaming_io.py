@@ -174,6 +174,28 @@ def test_endless_devices_are_read_only_as_far_as_the_program_reads(source, devic
     assert proc.returncode == 0 and len(proc.stdout) == 3
 
 
+@pytest.mark.parametrize("source", ["yes", "/dev/zero"])
+def test_check_streams_endless_input_too(source, prog):
+    """--check gives the oracle the run's input: it keeps what the run read
+    (a tee), not the whole input, which never ends here (it read until out
+    of memory: the address-space limit makes that quick)."""
+    eof = prog("eof.bf", ",.,.,.")
+    if source == "yes":
+        yes = subprocess.Popen(["yes"], stdout=subprocess.PIPE)
+        try:
+            proc = _shimlab("run", eof, "--check", stdin=yes.stdout, timeout=60,
+                            preexec_fn=_address_space(1024))
+        finally:
+            yes.kill()
+            yes.wait()
+        want = b"y\ny"
+    else:
+        proc = _shimlab("run", eof, "--check", "--input", source, timeout=60,
+                        preexec_fn=_address_space(1024))
+        want = b"\0\0\0"
+    assert (proc.returncode, proc.stdout) == (0, want), proc.stderr
+
+
 def test_output_before_a_timeout_reaches_stdout(prog):
     hang = prog("hang.py", "print(1)\nwhile True:\n    pass\n")
     for mode in ("tailcall", "reference"):
@@ -202,6 +224,30 @@ def test_endless_output_stays_bounded_and_reaches_stdout(prog):
     assert peak_kb < 200 * 1024, f"peak RSS {peak_kb} KB"
 
 
+def _address_space(mb: int):
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (mb << 20, mb << 20))
+    return limit
+
+
+@pytest.mark.parametrize("mode", ["tailcall", "jit-direct", "reference"])
+def test_under_a_memory_limit_endless_output_runs_and_a_big_tape_is_the_vms_error(mode, prog):
+    """`prlimit --as`: +[.] runs until its timeout with its output streamed
+    (it grew to 24 GB once, and ended in a MemoryError traceback under a
+    limit), and a tape that does not fit is the VM's own one-line error."""
+    inf = prog("inf.bf", "+[.]")
+    proc = subprocess.run([*SHIMLAB, "run", str(inf), "--mode", mode, "--timeout", "1.5"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60,
+                          preexec_fn=_address_space(400))
+    assert proc.returncode == 3 and len(proc.stdout) > CHUNK, proc.stderr
+    assert b"Traceback" not in proc.stderr and len(proc.stderr.splitlines()) == 1
+    proc = _shimlab("run", prog("a.bf", "+."), "--mode", mode, "--tape-size", 1 << 30,
+                    preexec_fn=_address_space(400))
+    _one_line_error(proc, "out of memory")
+
+
 def test_ctrl_c_writes_out_what_was_output(prog):
     hang = prog("hang.py", "print(1)\nwhile True:\n    pass\n")
     proc = subprocess.Popen([*SHIMLAB, "run", str(hang)], stdout=subprocess.PIPE,
@@ -226,6 +272,16 @@ def test_dis_on_a_full_disk_is_one_line():
         proc = _shimlab("dis", EXAMPLES / "bf" / "hello.bf", stdout=full,
                         stderr=subprocess.PIPE, capture_output=False)
     _one_line_error(proc, "No space left on device")
+
+
+@pytest.mark.parametrize("argv", [["run", "--mode", "tailcall"], ["run", "--mode", "reference"],
+                                  ["dis"]])
+def test_a_closed_stdout_is_one_line(argv):
+    """`>&-`: one line and exit 1, not an AttributeError traceback (run) or
+    silence with exit 0 (dis)."""
+    proc = subprocess.run([*SHIMLAB, *argv, str(EXAMPLES / "bf" / "hello.bf")],
+                          stderr=subprocess.PIPE, preexec_fn=lambda: os.close(1), timeout=120)
+    _one_line_error(proc, "stdout is closed")
 
 
 def test_input_dash_with_stdin_closed_is_one_line(prog):

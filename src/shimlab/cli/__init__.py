@@ -90,11 +90,25 @@ def parser(only: str | None = None) -> argparse.ArgumentParser:
     return ap
 
 
+def _closed(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return True
+    return False
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     # no command named (--help, --version, a typo): no command module is needed
     only = argv[0] if argv and argv[0] in COMMANDS else ""
     args = parser(only).parse_args(argv)
+    if _closed(1):
+        # `>&-`: nothing to write results to, and fd 1 would go to the next
+        # file opened, where a run's child would write the program's output
+        print("shimlab: stdout is closed; redirect it to a file or /dev/null",
+              file=sys.stderr)
+        return EXIT_ERROR
     try:
         return args.fn(args)
     except ShimlabError as e:

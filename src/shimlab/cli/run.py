@@ -118,21 +118,63 @@ def _input_fd(arg: str | None) -> int | None:
     return fd
 
 
-def _read_input(arg: str | None) -> bytes:
-    """The whole input up front (--check, which runs it twice)."""
-    if arg is None or arg == "-":
-        fd = _stdin_fd(arg)
-        if fd is None:
-            return b""
+class _Tee:
+    """--check's input: the run reads it from a pipe as the program reads it,
+    and every byte passed on is kept to give the oracle the same input.  A
+    thread copies the input into the pipe a chunk at a time; it blocks while
+    the pipe is full, so what is kept is what the program read, plus at most
+    a pipe's and a chunk's worth (an endless input is not read whole)."""
+
+    def __init__(self, fd: int | None):
+        import threading
+        self.kept = bytearray()
+        self.src = fd
+        self.stopped = False
+        self.lock = threading.Lock()
+        self.r, self.w = os.pipe()
+        threading.Thread(target=self._copy, daemon=True).start()
+
+    def _copy(self) -> None:
+        from ..progio import CHUNK
         try:
-            return sys.stdin.buffer.read()
-        except (OSError, ValueError) as e:
-            raise ShimlabError(f"cannot read input from stdin: {e}") from None
-    try:
-        with open(arg, "rb") as f:
-            return f.read()
-    except OSError as e:
-        raise ShimlabError(f"{arg}: cannot read input: {e.strerror}") from None
+            while self.src is not None:
+                try:
+                    data = os.read(self.src, CHUNK)
+                except OSError:
+                    break
+                if not data:
+                    break
+                with self.lock:
+                    if self.stopped:
+                        return
+                    view = memoryview(data)
+                    while view:
+                        try:
+                            n = os.write(self.w, view)
+                        except OSError:     # the run is over: done() closed the read end
+                            return
+                        self.kept += view[:n]
+                        view = view[n:]
+        finally:
+            # the end of the input for the run: the write end is replaced,
+            # not closed, so its number is never reused while a run that
+            # closes its copy (in_child) may be forking
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, self.w)
+            os.close(null)
+
+    def in_child(self) -> None:
+        """First thing in a forked run: its copy of the write end closed, or
+        it would never see the end of the input."""
+        os.close(self.w)
+
+    def done(self) -> bytes:
+        """After the run: what the run was given, for the oracle.  The thread
+        is not waited for (it may wait for input that never comes)."""
+        os.close(self.r)        # a write blocked on a full pipe fails: the lock comes free
+        with self.lock:
+            self.stopped = True
+            return bytes(self.kept)
 
 
 def _print_counts(counts, out) -> None:
@@ -181,6 +223,43 @@ def check_against_oracle(program, data: bytes, result, what: str, timeout=None,
         raise ShimlabError(f"--check: {diff}")
 
 
+class _Terminated(BaseException):
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_terminated(signum, frame):
+    raise _Terminated(signum)
+
+
+def _unwinding_on_termination(fn):
+    """fn() in this process (the oracle without --isolate), where SIGTERM or
+    SIGHUP would end Python at once and lose the output the run holds: they
+    unwind the run instead, so its `finally` writes that output out, and then
+    the process dies of the same signal (the native modes' driver.c does the
+    same in C)."""
+    import signal
+    caught = (signal.SIGTERM, signal.SIGHUP)
+    old = {sig: signal.signal(sig, _raise_terminated) for sig in caught}
+    try:
+        return fn()
+    except _Terminated as t:
+        for sig in caught:
+            signal.signal(sig, signal.SIG_IGN)
+        try:
+            sys.stdout.flush()
+        except OSError:
+            pass
+        signal.signal(t.signum, signal.SIG_DFL)
+        os.kill(os.getpid(), t.signum)
+        raise SystemExit(128 + t.signum) from None       # not reached
+    finally:
+        for sig, handler in old.items():
+            if signal.getsignal(sig) is _raise_terminated:
+                signal.signal(sig, handler)
+
+
 def cmd_run(args) -> int:
     check_numbers(args)
     # --isolate: the run happens in a forked child, so a fault or a timeout
@@ -203,10 +282,14 @@ def cmd_run(args) -> int:
     program = load_program(args.file, bf_opt=args.bf_opt)
     # input is read and output written as the program runs (in the child,
     # which inherits the fds): memory stays bounded, and a timeout or Ctrl-C
-    # loses nothing already output.  --check keeps both whole: it compares
-    # them with the oracle's.
+    # loses nothing already output.  --check keeps the output whole (it
+    # compares it with the oracle's) and the input the run read (a tee: the
+    # oracle gets the same, and an endless input is not read whole).
+    tee = None
     if args.check:
-        data, streams = _read_input(args.input), Streams(max_output=args.max_output)
+        # the run streams the input through a tee, which keeps it for the oracle
+        tee = _Tee(_input_fd(args.input))
+        data, streams = b"", Streams(in_fd=tee.r, max_output=args.max_output)
     else:
         data = b""
         streams = Streams(in_fd=_input_fd(args.input), out_fd=stdout.fd(),
@@ -239,6 +322,8 @@ def cmd_run(args) -> int:
         what = f"the {args.mode} interpreter ({b.compiler.name}) running {args.file}"
 
         def child():
+            if tee is not None and isolated:
+                tee.in_child()
             if jit is None:
                 return _lean(vm.run(b, program, data, **limits)), None
             with vm.Loaded(b, program, data, jit=jit, **limits) as loaded:
@@ -246,7 +331,8 @@ def cmd_run(args) -> int:
                 return result, (loaded.jit.report(result.counts)
                                 if loaded.jit and args.stats else None)
     if args.mode == modes.REFERENCE:
-        result = isolate.call(what, child, timeout=args.timeout) if isolated else child()
+        result = (isolate.call(what, child, timeout=args.timeout) if isolated
+                  else _unwinding_on_termination(child))
     else:
         result, report = (isolate.call(what, child, timeout=args.timeout) if isolated
                           else child())
@@ -256,9 +342,10 @@ def cmd_run(args) -> int:
     if args.count:
         _print_counts(result.counts, sys.stderr)
     if args.check:
-        # the same limits as the run (a --tape-size, where given)
-        check_against_oracle(program, data, result, args.mode, args.timeout, isolated,
-                             **limits)
+        # the same input and limits as the run (a --tape-size, where given)
+        check_against_oracle(program, tee.done(), result, args.mode, args.timeout, isolated,
+                             tape_len=args.tape_size,
+                             streams=Streams(max_output=args.max_output))
     if result.status:
         print(f"shimlab: {reference.describe_error(program, result)}", file=sys.stderr)
         return 1

@@ -83,7 +83,8 @@ class Emitter:
         open_pc, _ = self.open_loops.pop()
         pc = len(self.code)
         self.emit(CLOSE, open_pc + 1 - pc, at)     # back to the first instruction of the body
-        self.code[open_pc] = (OPEN, pc + 1 - open_pc)   # forward past the ']'
+        key = (OPEN, pc + 1 - open_pc)                  # forward past the ']'
+        self.code[open_pc] = self._share(key, key)
 
     def simple(self, op: int, at: int) -> None:
         self.emit(op, 0, at)
@@ -233,8 +234,11 @@ class Optimizing(Emitter):
         for pc, (op, arg) in enumerate(code):
             if op in _JUMPS:
                 targets[pc + arg] = 1
-        new, new_offs, jumps = [], array("q"), []       # jumps: (new pc, old target)
-        newpc = [0] * (n + 1)
+        # flat arrays, not lists of ints: 8 bytes an entry, not 40 (an int above
+        # 256 is an object of its own), on sources of tens of MB
+        new, new_offs = [], array("q")
+        jump_pcs, jump_targets = array("q"), array("q")     # new pc, old target
+        newpc = array("q", bytes(8 * (n + 1)))
         share = self._share
         i = 0
         while i < n:
@@ -244,7 +248,8 @@ class Optimizing(Emitter):
             if op == MOVE and (nop == OPEN or nop == CLOSE) and not targets[i + 1] \
                     and abs(code[i + 1][1]) < isa.MOVE_JUMP_MAX \
                     and -isa.CELL_OFFSET_MAX - 1 <= arg <= isa.CELL_OFFSET_MAX:
-                jumps.append((len(new), i + 1 + code[i + 1][1]))
+                jump_pcs.append(len(new))
+                jump_targets.append(i + 1 + code[i + 1][1])
                 fused = MOVE_OPEN if nop == OPEN else MOVE_CLOSE
                 new.append((fused, arg))                # the jump is filled in below
                 new_offs.append(offs[i])
@@ -261,12 +266,13 @@ class Optimizing(Emitter):
                     i += 2
                     continue
             if op in _JUMPS:
-                jumps.append((len(new), i + arg))
+                jump_pcs.append(len(new))
+                jump_targets.append(i + arg)
             new.append(code[i])
             new_offs.append(offs[i])
             i += 1
         newpc[n] = len(new)
-        for pc, old_target in jumps:
+        for pc, old_target in zip(jump_pcs, jump_targets):
             op, arg = new[pc]
             disp = newpc[old_target] - pc
             if op == MOVE_OPEN or op == MOVE_CLOSE:

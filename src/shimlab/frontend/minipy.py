@@ -304,20 +304,32 @@ class _ModuleCompiler:
         program.functions = functions
         return program
 
-    def compile_pieces(self, pieces: Callable[[], Iterator[tuple[int, list[ast.stmt]]]]
+    def compile_pieces(self, pieces: Callable[..., Iterator[tuple[int, list[ast.stmt]]]]
                        ) -> Program:
         """compile() for a big module given as pieces of top-level statements
-        with their line offsets (each call of pieces() parses them anew): the
-        main body is never held whole, only the defs are.  Pass 1 collects the
-        defs and the main body's names, pass 2 compiles the main body piece by
-        piece, with line_offset making its positions absolute."""
+        with their line offsets (each call of pieces() parses them anew, or
+        only the pieces of the indices given): neither the main body nor the
+        defs' bodies are held whole.  Pass 1 collects the defs (name, line and
+        parameters: their bodies are dropped) and the main body's names,
+        pass 2 compiles the main body piece by piece, with line_offset making
+        its positions absolute, pass 3 parses the pieces with defs again and
+        compiles the defs in order."""
         first: dict[str, tuple[int, int]] = {}   # main's names: first (line, col)
         assigned: set[str] = set()
-        for offset, stmts in pieces():
-            for d in _defs_in(stmts):            # kept: their lines made absolute
+        with_defs: set[int] = set()              # the pieces pass 3 parses again
+        for i, (offset, stmts) in enumerate(pieces()):
+            defs = list(_defs_in(stmts))
+            if defs:
+                with_defs.add(i)
+            for d in defs:                       # kept: their lines made absolute
                 ast.increment_lineno(d, offset)
             main: list[ast.stmt] = []
             self.collect(stmts, main)
+            for d in defs:
+                # the function table needs a def's name, line and parameters;
+                # its body is compiled in pass 3, parsed anew (kept, the
+                # bodies of a module of defs were most of the module's AST)
+                d.body = []
             for n in _names_in(main):
                 first.setdefault(n.id, (n.lineno + offset, n.col_offset))
                 if isinstance(n.ctx, ast.Store):
@@ -337,10 +349,16 @@ class _ModuleCompiler:
         main = _FunctionCompiler(self, "<module>", [], main_body(), None)
         main.names = names
         functions.append(main.compile())
-        for node in self.defs:
-            params = node.args.posonlyargs + node.args.args
-            fc = _FunctionCompiler(self, node.name, params, node.body, node)
-            functions.append(fc.compile())
+        stubs = iter(self.defs)
+        for offset, stmts in pieces(with_defs):  # pass 3: the defs, in the same order
+            for node in _defs_in(stmts):
+                stub = next(stubs, None)
+                assert stub is not None and stub.name == node.name, "defs out of step"
+                ast.increment_lineno(node, offset)
+                params = node.args.posonlyargs + node.args.args
+                fc = _FunctionCompiler(self, node.name, params, node.body, node)
+                functions.append(fc.compile())
+        assert next(stubs, None) is None, "defs out of step"
         program = self.asm.finish()
         program.functions = functions
         return program
@@ -1032,8 +1050,11 @@ class _CutInsideAConstruct(Exception):
 
 def _pieces(source: str, filename: str, cuts):
     """A function that parses the pieces anew each call: (line offset, statements)."""
-    def parse_all() -> Iterator[tuple[int, list[ast.stmt]]]:
-        for start, end, line in cuts:
+    def parse_all(only: set[int] | None = None) -> Iterator[tuple[int, list[ast.stmt]]]:
+        """only: the indices of the pieces wanted (default all)."""
+        for i, (start, end, line) in enumerate(cuts):
+            if only is not None and i not in only:
+                continue
             try:
                 tree = ast.parse(source[start:end], filename=filename)
             except (SyntaxError, ValueError, RecursionError):
@@ -1086,6 +1107,10 @@ def _compile(source: str, filename: str) -> Program:
     except SyntaxError as e:
         line = e.lineno or 1
         col = e.offset or 1
+        if "integer string conversion" in e.msg:    # Python's advice is about Python
+            raise FrontendError(f"{filename}:{line}:{col}: an integer literal with more than "
+                                f"{sys.get_int_max_str_digits()} digits (minipy's integers "
+                                f"are 64-bit)") from None
         raise FrontendError(f"{filename}:{line}:{col}: syntax error: {e.msg}") from None
     except RecursionError:
         raise FrontendError(_too_deep(filename)) from None
