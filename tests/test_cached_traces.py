@@ -20,7 +20,7 @@ CODE = 0x7E00_0000_0000
 
 def _stretch(live: int) -> tuple[Trace, list]:
     """The transition benchmark's first JIT stretch, with `live` values under it."""
-    spec = f"transitions:m=2,j=16,i=16,n=10" + (f",live={live}" if live else "")
+    spec = "transitions:m=2,j=16,i=16,n=10" + (f",live={live}" if live else "")
     program, stretches = synthetic.build(spec)
     start, end = stretches[0]
     ops = [TraceOp(pc, op, arg, _stencil(op)) for pc, (op, arg) in
