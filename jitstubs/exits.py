@@ -65,11 +65,11 @@ def tally(a, r):
 
 
 # -- with K cached values (--cache K) --------------------------------------------
-# Traces are K = 0 code: ENTER_JIT spilled the K cached values to the memory
-# stack (csrc/crossing.h), so an exit that jumps back into the interpreter
-# first reloads them into the registers the handlers take them in
-# (abi/contract.py CACHE: c0, the top of the stack, from sp - 8, and so on).
-# exit:shim returns to ENTER_JIT, which reloads them in C.
+# A trace that spilled the K cached values (jit/fuse.py) leaves through the
+# :kK variant, which first reloads them into the registers the handlers take
+# them in (abi/contract.py CACHE: c0, the top of the stack, from sp - 8, and
+# so on); one that kept them in place leaves through :kK:keep.  exit:shim
+# returns to ENTER_JIT, which reloads them in C.
 
 def _reload(a, r, k):
     from peachpy import x86_64
