@@ -21,9 +21,9 @@ Unlike every other stencil these are written against both orders: `r` is the
 interpreter's contract, as always, and the traces' registers are derived
 from it.  So the JIT takes them from the interpreter's stencil artifact and
 the traces' other stencils from the artifact of the traces' order
-(jit/compile.py).  With K cached values each has a :k<K> variant; ENTER_JIT
-has spilled the values before the entry stub (csrc/crossing.h), so the entry
-moves them only as a crossing that carries them must.
+(jit/compile.py).  With K cached values each has a :k<K> variant, and each
+exit a :k<K>:keep one for a trace that still holds them in its registers:
+it moves them back instead of reloading them.
 """
 from peachpy import x86_64
 from peachpy.x86_64 import INC, JMP, MOV, MOVSXD, SUB, dword, qword, rax, rcx
