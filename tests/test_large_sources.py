@@ -32,14 +32,18 @@ print((after - before) * 1024 / len(source), len(program.code))
 """
 
 
+def _measured(script: str, *args, timeout: int) -> list[str]:
+    """The fields a measuring script prints, run in a fresh interpreter (its own peak RSS)."""
+    return subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout, check=True).stdout.split()
+
+
 @pytest.mark.parametrize("opt,bound", [(0, 6), (1, 14)])
 def test_a_big_bf_source_compiles_in_a_few_bytes_per_source_byte(tmp_path, opt, bound):
     size = 2_000_000
     path = tmp_path / "big.bf"
     path.write_text(bf_source(size))
-    out = subprocess.run([sys.executable, "-c", _MEASURE, str(path), str(opt)],
-                         capture_output=True, text=True, timeout=300, check=True).stdout
-    per_byte, ninstr = out.split()
+    per_byte, ninstr = _measured(_MEASURE, path, opt, timeout=300)
     # measured at 2 MB: 4.6 (level 0) and 10.8 (level 1) bytes a source byte;
     # 18 to 25 at level 1 while fuse kept its tables in lists of ints and the
     # loop heads' tuples were not shared (level 0, which does not fuse, guards
@@ -78,9 +82,7 @@ def test_a_big_module_of_defs_does_not_keep_their_bodies_parsed(tmp_path):
     size = 1_500_000
     path = tmp_path / "defs.py"
     path.write_text(defs_module(size))
-    out = subprocess.run([sys.executable, "-c", _MEASURE_PY, str(path), str(size)],
-                         capture_output=True, text=True, timeout=600, check=True).stdout
-    per_byte, functions = out.split()
+    per_byte, functions = _measured(_MEASURE_PY, path, size, timeout=600)
     assert int(functions) > 12_000
     # 86 bytes a source byte at 1.5 MB (most of it one 256 KB piece's parse),
     # 163 with the bodies kept
