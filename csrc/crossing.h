@@ -6,6 +6,10 @@
  *   SL_JIT_SHIM    an ordinary C call to sl_jit_shim (shim.c), which saves
  *                  the callee-saved registers and calls the trace; the trace
  *                  returns the resume ip, the state comes back through vm.
+ *   SL_JIT_SHIM_ARGS  the same with the K cached values passed through the
+ *                  shim's C signature (past the sixth argument that is the C
+ *                  stack) and on into the trace in their registers; the way
+ *                  back is one C return value, so they come back through vm.
  *   SL_JIT_DIRECT  a tail call into the trace with the contract registers
  *                  as they are; the trace leaves by jumping to a handler.
  *
@@ -14,9 +18,25 @@
  * in, keeps them there until it needs the memory stack or their registers
  * (jit/fuse.py), and leaves either with them still there (the exit stubs'
  * :k<K>:keep variants) or spilled (the :k<K> variants reload them).  The
- * shim's C call cannot carry them in those registers: its ENTER_JIT spills
- * them first (SL_CACHE_SPILL) and reloads them after the shim returns. */
+ * jit-shim's C call does not carry them: its ENTER_JIT spills them first
+ * (SL_CACHE_SPILL), enters the trace spilled, and reloads them after the shim
+ * returns.  jit-shim-args passes them as the shim's C arguments instead. */
 typedef SL_PRESERVE_NONE const sl_instr *sl_trace_fn(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table));
+
+/* After a shim returned the resume ip: the state back from vm, the cached
+ * values from the memory stack, and on to the resume instruction's handler. */
+#define SL_SHIM_RETURNED() do { \
+    sp = vm->sp; head = vm->head; \
+    SL_CACHE_RELOAD(); \
+    /* a hot side exit asked to record a trace from where it resumes */ \
+    if (vm->rec_len < 0) { vm->rec_len = 0; table = (const void *)sl_rec_table; } \
+    /* an exit that resumes at an instruction the JIT replaced (a deopt at a \
+     * loop header) must run that instruction, not enter the trace again */ \
+    int32_t op = ip->op; \
+    if (op >= SL_OP_ENTER_JIT) op = vm->jit_orig[ip - vm->code]; \
+    SL_COUNT(op); \
+    SL_MUSTTAIL return ((sl_handler *const *)table)[op](ip, sp, fp, head, vm, table SL_CACHE_ARGS); \
+} while (0)
 
 #if SL_JIT == SL_JIT_SHIM
 __attribute__((visibility("hidden")))  /* a direct call, not through the PLT */
@@ -26,16 +46,25 @@ SL_PRESERVE_NONE int sl_op_ENTER_JIT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, tabl
     sl_trace_fn *trace = (sl_trace_fn *)vm->jit_entry[ip - vm->code];
     SL_CACHE_SPILL();
     ip = sl_jit_shim(trace, ip, sp, fp, head, vm, table);
-    sp = vm->sp; head = vm->head;
-    SL_CACHE_RELOAD();
-    /* a hot side exit asked to record a trace from where it resumes */
-    if (vm->rec_len < 0) { vm->rec_len = 0; table = (const void *)sl_rec_table; }
-    /* an exit that resumes at an instruction the JIT replaced (a deopt at a
-     * loop header) must run that instruction, not enter the trace again */
-    int32_t op = ip->op;
-    if (op >= SL_OP_ENTER_JIT) op = vm->jit_orig[ip - vm->code];
-    SL_COUNT(op);
-    SL_MUSTTAIL return ((sl_handler *const *)table)[op](ip, sp, fp, head, vm, table SL_CACHE_ARGS);
+    SL_SHIM_RETURNED();
+}
+#elif SL_JIT == SL_JIT_SHIM_ARGS
+typedef SL_PRESERVE_NONE const sl_instr *sl_trace_args_fn(
+    SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
+
+/* Here rather than in shim.c because its signature is K's (SL_CACHE_PARAMS).
+ * External linkage and noinline keep it an ordinary C call with the C
+ * convention: the compiler may neither inline it nor change how it is called. */
+__attribute__((visibility("hidden"), noinline))
+const sl_instr *sl_jit_shim_args(sl_trace_args_fn *trace,
+                                 SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS) {
+    return trace(ip, sp, fp, head, vm, table SL_CACHE_ARGS);
+}
+
+SL_PRESERVE_NONE int sl_op_ENTER_JIT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS) {
+    sl_trace_args_fn *trace = (sl_trace_args_fn *)vm->jit_entry[ip - vm->code];
+    ip = sl_jit_shim_args(trace, ip, sp, fp, head, vm, table SL_CACHE_ARGS);
+    SL_SHIM_RETURNED();      /* every exit left them on the stack (exit:shim:kK:keep spills) */
 }
 #elif SL_JIT == SL_JIT_DIRECT
 SL_PRESERVE_NONE int sl_op_ENTER_JIT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS) {
@@ -69,7 +98,7 @@ const void *const sl_jit_enter_copies[SL_JIT_ENTER_COPIES] = {
     SL_ENTER_NAMES8(5), SL_ENTER_NAMES8(6), SL_ENTER_NAMES8(7), SL_ENTER_NAMES8(8),
 };
 #else
-#error "SL_JIT must be SL_JIT_SHIM or SL_JIT_DIRECT"
+#error "SL_JIT must be SL_JIT_SHIM, SL_JIT_SHIM_ARGS or SL_JIT_DIRECT"
 #endif
 
 /* Logs each instruction's pc and runs it; stops (leaving sl_interpret with

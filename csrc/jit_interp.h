@@ -1,4 +1,4 @@
-/* What a JIT build (-DSL_JIT=SL_JIT_SHIM or SL_JIT_DIRECT) adds to the
+/* What a JIT build (-DSL_JIT=SL_JIT_SHIM, SL_JIT_SHIM_ARGS or SL_JIT_DIRECT) adds to the
  * tail-call interpreter before its handlers: hot back-edge counters, the
  * recorder's dispatch table, and the ENTER_JIT opcode.  The crossings
  * themselves are in crossing.h. */
@@ -7,6 +7,7 @@
 
 #define SL_JIT_SHIM 1
 #define SL_JIT_DIRECT 2
+#define SL_JIT_SHIM_ARGS 3
 #define SL_OP_ENTER_JIT SL_NUM_OPCODES       /* not a program opcode: only the JIT writes it */
 #define SL_JIT_OPS 1
 /* jit-table mode: opcodes past ENTER_JIT name one trace each, and the VM's

@@ -7,7 +7,7 @@ Every exit first sets ip to the bytecode instruction to resume at; then:
 These stubs are the only code that differs between the three JIT modes.
 With K cached values each has a :k<K> variant that reloads them (below).
 """
-from peachpy.x86_64 import DEC, INC, JMP, MOV, MOVSXD, RET, SUB, dword, qword, r10, rax, rcx
+from peachpy.x86_64 import ADD, DEC, INC, JMP, MOV, MOVSXD, RET, SUB, dword, qword, r10, rax, rcx
 
 from shimlab.abi.contract import CACHE
 
@@ -69,7 +69,9 @@ def tally(a, r):
 # :kK variant, which first reloads them into the registers the handlers take
 # them in (abi/contract.py CACHE: c0, the top of the stack, from sp - 8, and
 # so on); one that kept them in place leaves through :kK:keep.  exit:shim
-# returns to ENTER_JIT, which reloads them in C.
+# returns to ENTER_JIT, which reloads them in C; its :keep variant (jit-shim-args,
+# whose traces are entered with the values in registers) spills them first,
+# since a C return carries one value.
 
 def _reload(a, r, k):
     from peachpy import x86_64
@@ -78,9 +80,23 @@ def _reload(a, r, k):
     a(SUB(r.sp, 8 * k))
 
 
+def _spill(a, r, k):
+    """The inverse of _reload: c0, the top, ends at sp - 8."""
+    from peachpy import x86_64
+    for j, name in enumerate(CACHE[:k]):
+        a(MOV(qword[r.sp + 8 * (k - 1 - j)], getattr(x86_64, name)))
+    a(ADD(r.sp, 8 * k))
+
+
 def _cached_exits(k):
     @stencil(f"exit:shim:k{k}", f"exit:shim with {k} cached value(s): ENTER_JIT reloads them in C")
     def shim(a, r):
+        exit_shim(a, r)
+
+    @stencil(f"exit:shim:k{k}:keep",
+             f"exit:shim with {k} cached value(s) in their registers: it spills them")
+    def shim_keep(a, r):
+        _spill(a, r, k)
         exit_shim(a, r)
 
     @stencil(f"exit:direct:k{k}", f"exit:direct that reloads {k} cached value(s) first")

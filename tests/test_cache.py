@@ -208,7 +208,7 @@ def _jit_params():
                     quick = (k == 2 and path.name in ("squares.bf", "fib.py")) or \
                             (k == 1 and mode == "jit-shim" and path.name == "nested_loops.py") \
                             or (k == 3 and opt and path.name == "nested_loops.py"
-                                and mode in ("jit-direct", "jit-trampoline"))
+                                and mode in ("jit-direct", "jit-trampoline", "jit-shim-args"))
                     out.append(pytest.param(mode, k, path, opt,
                                             marks=[] if quick else [pytest.mark.slow],
                                             id=f"{mode}-k{k}-o{opt}-{path.parent.name}/"
@@ -278,7 +278,8 @@ def _check(configs, case: differential.Case) -> None:
 # (mode, K, trace optimizer level)
 QUICK = [("tailcall", 2, 0), ("jit-direct", 2, 0), ("jit-direct", 2, DEFAULT_LEVEL),
          ("jit-shim", 1, DEFAULT_LEVEL), ("jit-direct-handler", 3, 1),
-         ("jit-trampoline", 3, DEFAULT_LEVEL), ("jit-table", 1, 2)]
+         ("jit-trampoline", 3, DEFAULT_LEVEL), ("jit-table", 1, 2),
+         ("jit-shim-args", 3, DEFAULT_LEVEL)]
 ALL = [(m, k, o) for k in KS for m in modes.CACHING
        for o in (LEVELS if modes.is_jit(m) else (0,))]
 _SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
@@ -359,9 +360,21 @@ def test_every_exit_stub_has_a_variant_that_reloads_k_values():
         for name in names:
             text = st[f"{name}:k{k}"].disassembly
             if name.startswith("exit:shim"):
+                _spills(st[f"{name}:k{k}:keep"].disassembly, k)
                 continue                 # the shim's ENTER_JIT reloads them in C
             # a trampoline reloads them in the traces' order, then moves them
             sp = contract.trace_state(contract.STATE, order[name])["sp"]
             for j, reg in enumerate(contract.trace_cache_registers(k, order[name])):
                 off = f"{8 * (j + 1):#x}" if 8 * (j + 1) >= 10 else str(8 * (j + 1))
                 assert f"mov {reg}, qword ptr [{sp} - {off}]" in text, (name, k, text)
+
+
+def _spills(text: str, k: int) -> None:
+    """exit:shim:kK:keep leaves the K values where ENTER_JIT's SL_CACHE_RELOAD
+    reads them: c0, the top, at the new sp - 8, c1 below it, and so on."""
+    sp = contract.STATE["sp"]
+    for j, reg in enumerate(contract.CACHE[:k]):
+        off = 8 * (k - 1 - j)
+        at = f"[{sp} + {off:#x}]" if off >= 10 else (f"[{sp} + {off}]" if off else f"[{sp}]")
+        assert f"mov qword ptr {at}, {reg}" in text, (k, reg, text)
+    assert f"add {sp}, {8 * k:#x}" in text or f"add {sp}, {8 * k}" in text, text

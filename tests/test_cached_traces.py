@@ -86,6 +86,17 @@ def test_the_shim_is_entered_with_the_values_spilled():
     assert [e.kept for e in c.exits] == [False]
 
 
+def test_the_shim_with_arguments_gets_them_in_registers_and_spills_at_its_exit():
+    """jit-shim-args: the shim's C arguments bring the values into the
+    trace's registers; its exit spills them (one C return value) through
+    exit:shim:kK:keep, so the trace itself is jit-direct's."""
+    trace, program = _stretch(2)
+    c = jit_compile.compile_trace(trace, _ctx("jit-shim-args", program, 2, 2), BASE)
+    assert [e.kept for e in c.exits] == [True]
+    direct = jit_compile.compile_trace(trace, _ctx("jit-direct", program, 2, 2), BASE)
+    assert c.code[:c.body_size] == direct.code[:direct.body_size]
+
+
 def test_the_trampoline_keeps_them_in_its_own_order_and_moves_them_back():
     trace, program = _stretch(2)
     low = _lowered(trace, program, "jit-trampoline", 2, 2)

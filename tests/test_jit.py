@@ -611,6 +611,23 @@ def test_shim_saves_callee_saved_registers_and_calls_through_a_register():
     assert calls and all("<sl_jit_shim>" in c for c in calls), calls   # direct, not the PLT
 
 
+def test_shim_with_arguments_is_a_c_call_that_takes_the_cached_values():
+    """jit-shim-args at K = 3: ENTER_JIT calls the shim directly (not inlined),
+    the three values past the sixth C argument go through the C stack, and
+    the shim saves rbx and r12-r15 around its call into the trace."""
+    from shimlab.interp import build
+    path = build.build("jit-shim-args", JIT_CC, cache=3).path
+    insns = _disassemble(path, "sl_jit_shim_args")
+    pushed = {m.group(1) for i in insns if (m := re.fullmatch(r"push\s+%(\w+)", i))}
+    assert {"rbx", "r12", "r13", "r14", "r15"} <= pushed, insns
+    assert any(re.fullmatch(r"call\s+\*%\w+", i) for i in insns), insns
+    enter = _disassemble(path, "sl_op_ENTER_JIT")
+    calls = [i for i in enter if i.startswith("call")]
+    assert len(calls) == 1 and "<sl_jit_shim_args>" in calls[0], calls
+    before = enter[:enter.index(calls[0])]
+    assert sum(i.startswith("push") for i in before) >= 4, before   # table and c0..c2
+
+
 @pytest.mark.parametrize("count", [False, True])
 def test_direct_enter_jit_is_a_tail_call(count):
     insns = _disassemble(get_build("jit-direct", JIT_CC, count=count).path, "sl_op_ENTER_JIT")

@@ -196,6 +196,7 @@ def test_analysis_of_exact_samples_gives_the_exact_costs():
 def test_floors_come_from_each_modes_entry_and_exit():
     parts = {mode: [f for f, _ in transitions.floor_parts(mode)] for mode in modes.JIT}
     assert parts == {"jit-shim": ["call-save6", "indirect"],
+                     "jit-shim-args": ["call-save6", "indirect"],
                      "jit-direct": ["indirect", "indirect"],
                      "jit-direct-handler": ["indirect", "jump"],
                      "jit-table": ["indirect"],
@@ -692,3 +693,25 @@ def test_the_reading_says_where_the_shim_is_dearer_when_no_k_starts_it():
         in text
     assert "It costs significantly more at K=0, 1: no K from which on it always does" in text
     assert "-1 instructions" in text
+
+
+def test_the_reading_covers_the_shim_with_arguments_and_the_trampoline():
+    """cache_reading answers for both shims and prices every other crossing
+    against jit-direct at each K (the trampoline's cost)."""
+    from shimlab.bench import stats
+
+    def est(v):
+        return stats.estimate(v, np.linspace(v - 0.5, v + 0.5, 101))
+
+    def mode(rt, ins):
+        return {"round_trip": est(rt), "steps": [est(rt), est(rt)], "instructions": ins}
+    a = {"cache": {k: {"jit-direct": mode(8.0, 8.0), "jit-shim": mode(14.0 + 2 * int(k), 55.0),
+                       "jit-shim-args": mode(13.0 + int(k), 55.0 + int(k)),
+                       "jit-trampoline": mode(10.0 + int(k), 22.0 + 2 * int(k))}
+                   for k in ("0", "2")}, "base_cache": 0}
+    text = transitions.cache_reading(a)
+    assert "a round trip through the shim costs more than a direct one (jit-shim minus" in text
+    assert "With the values passed through the shim's C signature (jit-shim-args):" in text
+    assert "through that shim costs more than a direct one (jit-shim-args minus jit-direct" in text
+    assert "jit-trampoline minus jit-direct, cycles per round trip: K=0: 2.0" in text
+    assert "K=2: 4.0" in text

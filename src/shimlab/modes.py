@@ -89,6 +89,14 @@ _REGISTRY = (
          entry="ENTER_JIT calls the C shim, which saves rbx, r12-r15 and calls the trace",
          exit="the trace returns the resume ip to the shim; ENTER_JIT dispatches",
          exit_stencil="exit:shim", count_exit_stencil="exit:shim", entry_spills=True),
+    _jit("jit-shim-args", "as jit-shim, the cached values passed through the shim's C "
+         "signature", "SL_JIT_SHIM_ARGS",
+         entry="ENTER_JIT calls a C shim whose arguments include the K cached values (past "
+         "the sixth, on the C stack); it saves rbx, r12-r15 and calls the trace with them in "
+         "their registers",
+         exit="the exit spills the cached values to the operand stack and returns the resume "
+         "ip to the shim; ENTER_JIT reloads them and dispatches",
+         exit_stencil="exit:shim", count_exit_stencil="exit:shim"),
     _jit("jit-direct", "preserve_none tail call in, dispatch-table jump out", "SL_JIT_DIRECT",
          entry=_DIRECT_ENTRY, exit=_TABLE_EXIT, exit_stencil="exit:direct",
          count_exit_stencil="exit:direct:count", exits_to_handler="deopt"),

@@ -144,6 +144,7 @@ def analyze(results: ResultFile, size: dict, cc: str, modes=MODES,
     out["stretches"] = out["cache_interp"][base]["stretches"]
     out["anomalies"] = _anomalies(out)
     out["shim_vs_direct"] = shim_vs_direct(out)
+    out["shim_args_vs_direct"] = shim_vs_direct(out, "jit-shim-args")
     return out
 
 
@@ -450,19 +451,20 @@ def report_cache(a: dict, out) -> None:
         print("\n" + text, file=out)
 
 
-def shim_vs_direct(a: dict) -> dict:
-    """Per K (str): what a round trip through the shim costs more than a
-    direct one ("excess": the slope of the difference, replicate by
+def shim_vs_direct(a: dict, shim_mode: str = "jit-shim") -> dict:
+    """Per K (str): what a round trip through the shim (`shim_mode`: jit-shim,
+    or jit-shim-args, whose C signature carries the cached values) costs more
+    than a direct one ("excess": the slope of the difference, replicate by
     replicate; "linear": whether the difference's steps agree, i.e. the
     excess is one number at every M even where each crossing alone is not
     linear), the same against the first K ("added"), and the exact
-    instructions of the difference.  Empty without jit-shim and jit-direct."""
+    instructions of the difference.  Empty without the shim or jit-direct."""
     out = {}
     base = None
     for k, ms in a["cache"].items():
-        if not {"jit-shim", "jit-direct"} <= set(ms):
+        if not {shim_mode, "jit-direct"} <= set(ms):
             return {}
-        shim, direct = ms["jit-shim"], ms["jit-direct"]
+        shim, direct = ms[shim_mode], ms["jit-direct"]
         excess = stats.difference(shim["round_trip"], direct["round_trip"])
         steps = [stats.difference(x, y) for x, y in zip(shim["steps"], direct["steps"])]
         ins = (None if shim["instructions"] is None or direct["instructions"] is None
@@ -488,12 +490,44 @@ def first_k_shim_dearer(svd: dict) -> str | None:
 
 
 def cache_reading(a: dict) -> str:
-    """The answer of a sweep at several K: from which K on the shim costs more
-    than a direct crossing, and by how much; and how each crossing moves with K."""
+    """The answer of a sweep at several K: from which K on each shim costs more
+    than a direct crossing, and by how much; what every other crossing costs
+    over a direct one at each K (the trampoline's price among them); and how
+    each crossing moves with K."""
     if len(a.get("cache") or {}) < 2:
         return ""
-    svd = a.get("shim_vs_direct") or shim_vs_direct(a)
     ks = list(a["cache"])
+    parts = _shim_reading(a.get("shim_vs_direct") or shim_vs_direct(a), ks, "jit-shim",
+                          "the shim")
+    args = a.get("shim_args_vs_direct") or shim_vs_direct(a, "jit-shim-args")
+    if args:
+        parts += ["With the values passed through the shim's C signature (jit-shim-args):"]
+        parts += _shim_reading(args, ks, "jit-shim-args", "that shim")
+    for mode in a["cache"][ks[-1]]:
+        if mode in ("jit-direct", "jit-shim", "jit-shim-args"):
+            continue
+        diffs = [(k, stats.difference(ms[mode]["round_trip"], ms["jit-direct"]["round_trip"]))
+                 for k, ms in a["cache"].items() if {mode, "jit-direct"} <= set(ms)]
+        if diffs:
+            parts.append(f"{mode} minus jit-direct, cycles per round trip: "
+                         + "; ".join(f"K={k}: {d.fmt(1)}" for k, d in diffs) + ".")
+    base = ks[0]
+    moves = []
+    for mode, r in a["cache"][ks[-1]].items():
+        d = r.get("vs_base_cache")
+        if d is None:
+            continue
+        word = "more" if d.lo > 0 else "less" if d.hi < 0 else "no significant change"
+        moves.append(f"{mode} {d.fmt(1)} ({word})")
+    if moves:
+        parts.append(f"Each crossing's round trip at K={ks[-1]} against K={base}, in cycles: "
+                     + "; ".join(moves) + ".")
+    return " ".join(parts)
+
+
+def _shim_reading(svd: dict, ks: list, mode: str, name: str) -> list[str]:
+    """cache_reading's sentences on one shim (`mode`; `name`: how the
+    sentences call it) against jit-direct."""
     base = ks[0]
     parts = []
     if svd:
@@ -503,22 +537,22 @@ def cache_reading(a: dict) -> str:
             top = svd[ks[-1]]["excess"]
             how = ("costs significantly less than" if top.hi < 0
                    else "does not cost significantly more than")
-            parts.append(f"At K={ks[-1]}, the largest K measured, the shim's round trip {how} a "
-                         f"direct one (shim minus jit-direct, cycles per round trip: {each}).")
+            parts.append(f"At K={ks[-1]}, the largest K measured, {name}'s round trip {how} a "
+                         f"direct one ({mode} minus jit-direct, cycles per round trip: {each}).")
             also = [k for k in ks if svd[k]["excess"].lo > 0]
             if also:
                 parts.append(f"It costs significantly more at K={', '.join(also)}: no K from "
                              "which on it always does in this run.")
         elif first == base:
-            parts.append(f"At every K measured, from K={base} on, a round trip through the shim "
-                         f"costs more than a direct one (shim minus jit-direct, cycles per round "
+            parts.append(f"At every K measured, from K={base} on, a round trip through {name} "
+                         f"costs more than a direct one ({mode} minus jit-direct, cycles per round "
                          f"trip: {each}).")
         else:
             at = (f"{svd[first]['excess'].fmt(1)} cycles at K={first}"
                   + ("" if first == ks[-1] else
                      f" and {svd[ks[-1]]['excess'].fmt(1)} at K={ks[-1]}"))
-            parts.append(f"From K={first} on (of K = {', '.join(ks)}), a round trip through the "
-                         f"shim costs significantly more than a direct one, by {at} (all K: "
+            parts.append(f"From K={first} on (of K = {', '.join(ks)}), a round trip through "
+                         f"{name} costs significantly more than a direct one, by {at} (all K: "
                          f"{each}).")
             below = ks[:ks.index(first)]
             also = [k for k in below if svd[k]["excess"].lo > 0]
@@ -531,23 +565,13 @@ def cache_reading(a: dict) -> str:
         if top["added"] is not None:
             ins = ("" if top["instructions"] is None or svd[base]["instructions"] is None else
                    f", {top['instructions'] - svd[base]['instructions']:+.0f} instructions")
-            parts.append(f"From K={base} to K={ks[-1]} the shim's excess over a direct round "
+            parts.append(f"From K={base} to K={ks[-1]} {name}'s excess over a direct round "
                          f"trip moved by {top['added'].fmt(1)} cycles{ins}.")
         bent = [k for k, v in svd.items() if not v["linear"]]
         if bent:
             parts.append(f"The excess is not one number at every M at K = {', '.join(bent)}: "
                          "read it with the steps.")
-    moves = []
-    for mode, r in a["cache"][ks[-1]].items():
-        d = r.get("vs_base_cache")
-        if d is None:
-            continue
-        word = "more" if d.lo > 0 else "less" if d.hi < 0 else "no significant change"
-        moves.append(f"{mode} {d.fmt(1)} ({word})")
-    if moves:
-        parts.append(f"Each crossing's round trip at K={ks[-1]} against K={base}, in cycles: "
-                     + "; ".join(moves) + ".")
-    return " ".join(parts)
+    return parts
 
 
 def anomalies_text(a: dict) -> str:
@@ -625,7 +649,8 @@ def to_json(a: dict) -> dict:
     for ms in [out["modes"], *out.get("cache", {}).values()]:
         for r in ms.values():
             r["steps"] = [{"m": list(p), **e} for p, e in zip(pairs, r["steps"])]
-    for v in out.get("shim_vs_direct", {}).values():
+    for v in [*out.get("shim_vs_direct", {}).values(),
+              *out.get("shim_args_vs_direct", {}).values()]:
         v["steps"] = [{"m": list(p), **e} for p, e in zip(pairs, v["steps"])]
     for st in [out.get("stretches"), *(i["stretches"] for i in out.get("cache_interp", {}).values())]:
         if st:

@@ -109,7 +109,8 @@ def add_parser(sub, help_text: str) -> None:
     g.add_argument("--samples", type=positive_int, help="measured runs per worker")
     g.add_argument("--cpu", type=cpu, help="CPU to pin workers to (default: the last)")
     _tape_size(g)
-    _cache(g, "every mode at each K, the JIT's traces entered with the values spilled")
+    _cache(g, "every mode at each K; at --jit-opt 2 or more the traces of every JIT mode but "
+              "jit-shim are entered with the values in registers")
     g.add_argument("--stencil", action="append", metavar="OP=NAME",
                    help="also time each JIT mode with stencil NAME (a prototype) in place of "
                         "OP, against the same mode's standard stencils (repeatable)")

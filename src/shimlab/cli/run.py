@@ -31,8 +31,10 @@ def add_parser(sub, help_text: str) -> None:
     p.add_argument("--cache", type=numbers.int_in(0, CACHE_MAX, "a number of cached values"),
                    default=0, metavar="K",
                    help=f"keep the operand stack's top K values in registers (0 to "
-                        f"{CACHE_MAX}, default 0): tailcall and the JIT modes, whose traces "
-                        f"get them spilled on entry and reloaded on exit")
+                        f"{CACHE_MAX}, default 0): tailcall and the JIT modes; traces are "
+                        f"entered with them in registers (jit-shim's C call spills them "
+                        f"first) and keep them there while they can (--jit-opt 0 spills them "
+                        f"on entry)")
     p.add_argument("--input", help="file to read the program's input from ('-' for stdin; "
                    "default: stdin when it is not a terminal), read as the program reads it")
     p.add_argument("--count", action="store_true",
