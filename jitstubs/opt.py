@@ -7,7 +7,7 @@ differential tests.
 """
 from peachpy.x86_64 import (ADD, CMOVB, CMP, DEC, IMUL, INC, JMP, LEA, MOV, MOVSXD, MOVZX, POP, PUSH,
                             SUB, al,
-                            byte, dword, eax, qword, rax, rcx)
+                            byte, dword, eax, qword, r10, rax, rcx)
 
 from .asm import stencil, vm_offset
 
@@ -101,8 +101,8 @@ def record_here(count: bool, move_back=None):
         a(MOV(r.ip, a.hole("resume_ip")), MOV(qword[r.vm + vm_offset("rec_start")], r.ip),
           MOV(dword[r.vm + vm_offset("rec_len")], 0), MOV(r.table, a.hole("rec_table")),
           MOVSXD(rax, dword[r.ip]))
-        if count:
-            a(MOV(rcx, qword[r.vm + vm_offset("counts")]), INC(qword[rcx + rax * 8]))
+        if count:       # r10: rcx can hold a cached value (--cache K)
+            a(MOV(r10, qword[r.vm + vm_offset("counts")]), INC(qword[r10 + rax * 8]))
         a(JMP(qword[r.table + rax * 8]))
         a.label("cold")
     return emit

@@ -150,11 +150,22 @@ for _k in range(len(contract.CACHE_REGS) + 1):
         _variants(_k, keep=True)
 
 
-def _move_back(a, r):
-    _move(a, r, 0, False)
+def _hot_exits(k: int) -> None:
+    """The hot side exit: every register, and the K cached values the exit
+    holds in the traces' registers (jit/compile.py reloads them first), moved
+    back before the recorder runs."""
+    sfx, what = (f":k{k}", f" ({k} cached value(s) move too)") if k else ("", "")
+
+    def move_back(a, r):
+        _move(a, r, k, False)
+
+    stencil(f"opt:hot-exit:trampoline{sfx}",
+            f"opt:hot-exit for traces in the trampoline's order{what}")(
+        record_here(False, move_back))
+    stencil(f"opt:hot-exit:trampoline:count{sfx}",
+            f"opt:hot-exit:trampoline that counts the instruction it dispatches{what}")(
+        record_here(True, move_back))
 
 
-stencil("opt:hot-exit:trampoline", "opt:hot-exit for traces in the trampoline's order")(
-    record_here(False, _move_back))
-stencil("opt:hot-exit:trampoline:count", "opt:hot-exit:trampoline that counts the instruction "
-        "it dispatches")(record_here(True, _move_back))
+for _k in range(len(contract.CACHE_REGS) + 1):
+    _hot_exits(_k)

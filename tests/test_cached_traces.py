@@ -6,6 +6,8 @@ the crossing benchmark measures rests on this: a direct crossing's code is
 the same at every K, the shim's spills and reloads, the trampoline moves."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from shimlab import disasm, modes
@@ -153,3 +155,58 @@ def test_written_registers_sees_implicit_writes_calls_and_saved_registers():
     assert "rcx" not in disasm.written_registers(bytes.fromhex("51 4889c1 59"))
     # mov ecx, 1 writes rcx (its 64-bit register)
     assert disasm.written_registers(bytes.fromhex("b901000000")) == {"rcx"}
+
+
+def test_a_linked_exit_reloads_what_its_trace_spilled_before_the_jump():
+    """With linking on (side exits have heat), an exit whose trace spilled
+    the K values pops them back into the registers a trace is entered with
+    them in, and the link's jmp is patched after those pops: the trace it
+    jumps into finds them where ENTER_JIT would have left them."""
+    trace, program = _stretch(3)
+    for mode, regs in (("jit-direct", ("rdx", "rcx", "r8")),
+                       ("jit-trampoline", modes_registers("jit-trampoline", 3))):
+        ctx = _ctx(mode, program, 3, 0)           # level 0: spilled at the start
+        ctx.heat, ctx.rec_table = 0x1000, 0x2000
+        c = jit_compile.compile_trace(trace, ctx, BASE)
+        assert [e.kept for e in c.exits] == [False]
+        parts = jit_compile._exit_parts(ctx, c.exits[0])
+        assert parts[:3] == [f"opt:pop:reg:{r}" for r in regs], parts
+        assert parts[-1].endswith(":k3:keep"), parts
+        st = jit_compile.load_stencils(ctx)
+        pops = sum(len(st[p].code) for p in parts[:3])
+        assert c.patch_at[0] == c.body_size + pops
+    # jit-shim's traces are entered spilled: its links jump as they are
+    ctx = _ctx("jit-shim", program, 3, 0)
+    ctx.heat, ctx.rec_table = 0x1000, 0x2000
+    c = jit_compile.compile_trace(trace, ctx, BASE)
+    assert not any(p.startswith("opt:pop") for p in jit_compile._exit_parts(ctx, c.exits[0]))
+    assert c.patch_at[0] == c.body_size
+
+
+def modes_registers(mode: str, k: int) -> tuple[str, ...]:
+    from shimlab.abi import contract
+    return contract.trace_cache_registers(k, modes.get(mode).trace_order)
+
+
+@pytest.mark.parametrize("mode", ["jit-direct", "jit-shim", "jit-shim-args", "jit-trampoline"])
+def test_side_exits_are_recorded_and_linked_at_k(mode):
+    """heavy.py at K = 2 links the same exits as at K = 0 (its loop trace's
+    side exits each get a trace) and prints tailcall's output (the oracle
+    takes minutes on it; the corpus tests hold tailcall to the oracle)."""
+    import subprocess
+    import sys
+    from conftest import EXAMPLES, ROOT
+    path = str(EXAMPLES / "minipy" / "heavy.py")
+
+    def run(*args):
+        p = subprocess.run([sys.executable, "-m", "shimlab.cli", "run", path, *args],
+                           capture_output=True, cwd=ROOT, timeout=300)
+        assert p.returncode == 0, p.stderr
+        return p
+    want = run("--mode", "tailcall").stdout
+    linked = {}
+    for k in (0, 2):
+        p = run("--mode", mode, "--cache", str(k), "--stats")
+        assert p.stdout == want
+        linked[k] = re.search(rb"(\d+) exit\(s\) linked to traces", p.stderr).group(1)
+    assert linked[2] == linked[0] and int(linked[0]) > 0, linked

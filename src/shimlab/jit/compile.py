@@ -84,8 +84,23 @@ def _hot_exit(ctx: Context) -> str:
     mode = modes.get(ctx.mode)
     if mode.exit_stencil.startswith("exit:shim"):
         return "opt:hot-exit:shim"
-    base = "opt:hot-exit:trampoline" if mode.trace_order else "opt:hot-exit"
-    return base + ":count" if ctx.count else base
+    if mode.trace_order:     # it moves every register back, the K values too
+        return "opt:hot-exit:trampoline" + (":count" if ctx.count else "") + (
+            f":k{ctx.cache}" if ctx.cache else "")
+    return "opt:hot-exit:count" if ctx.count else "opt:hot-exit"
+
+
+def _reloads(ctx: Context, ex: Exit) -> list[str]:
+    """With linking on (side exits have heat) and K cached values: an exit
+    whose trace spilled them reloads them first, into the registers a trace
+    is entered with them in, so that whatever follows (a jump into another
+    trace, the recorder, the interpreter) finds them there, as it would
+    after a :kK:keep exit.  jit-shim's traces are entered with them spilled:
+    nothing to reload."""
+    if not ctx.cache or ex.kept or ctx.heat is None or modes.get(ctx.mode).entry_spills:
+        return []
+    regs = contract.trace_cache_registers(ctx.cache, modes.get(ctx.mode).trace_order)
+    return [f"opt:pop:reg:{r}" for r in regs]         # c0, the top, first
 
 
 def _stubs(mode: modes.Mode) -> set[str]:
@@ -118,21 +133,20 @@ def _exit_parts(ctx: Context, ex: Exit, far: bool = False, linked: bool = False)
     the interpreter's handlers (ASan's memory layout does that); linked: it
     jumps into another trace (a side exit linked, or a trace where it resumes).
     A linked slot keeps its first part (the head) and a jump where the rest was."""
-    parts = ["opt:head"] if ex.head else []
+    reloads = _reloads(ctx, ex)
+    parts = (["opt:head"] if ex.head else []) + reloads
     if linked:                 # into another trace: no crossing
         return parts + ["opt:link"]
     if ctx.tallies is not None:
         parts.append("tally")
-    # a direct mode's hot exit jumps into the recorder without reloading the
-    # interpreter's cached values (--cache K): its side exits stay unlinked
-    if ctx.heat is not None and not ex.deopt and (
-            not ctx.cache or _hot_exit(ctx) == "opt:hot-exit:shim"):
+    if ctx.heat is not None and not ex.deopt:
         parts.append(_hot_exit(ctx))
     if ctx.count and ex.uncount is not None:
         parts.append("uncount")
     # an interpreter with K cached values: the exit stub's :kK variant reloads
     # them, its :kK:keep variant finds them in their registers
-    k = (f":k{ctx.cache}" + (":keep" if ex.kept else "")) if ctx.cache else ""
+    kept = ex.kept or bool(reloads)
+    k = (f":k{ctx.cache}" + (":keep" if kept else "")) if ctx.cache else ""
     mode = modes.get(ctx.mode)
     if _to_handler(ctx, ex):
         if ctx.count:
@@ -363,7 +377,9 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None,
         out[at:at + slot] = bytes([INT3]) * slot
         values = {"resume_ip": ctx.code_addr + 8 * ex.pc, "cell": ex.head,
                   "heat": (ctx.heat or 0) + 8 * idx, "rec_table": ctx.rec_table}
-        patch_at[idx] = at + (len(st["opt:head"].code) if ex.head else 0)
+        # a link's jmp goes after the head's catch-up and the reloads
+        patch_at[idx] = at + sum(len(st[p].code) for p in
+                                 (["opt:head"] if ex.head else []) + _reloads(ctx, ex))
         link = None if ex.deopt else ctx.traces_at.get(ex.pc)
         if link is not None and base is not None and not _reaches(base + at, link, slot):
             link = None     # (a sanitizer's allocator can map traces far apart) it crosses

@@ -137,9 +137,9 @@ class Jit:
         if opt not in LEVELS:
             raise JitError(f"--jit-opt {opt}: choose one of {', '.join(map(str, LEVELS))}")
         self.opt = opt
-        # linking rides on the exit stubs of K = 0 interpreters (a --cache K
-        # exit must reload its cached values: not linked yet)
-        self.link = (opt >= 1 if link is None else link) and not getattr(loaded.build, "cache", 0)
+        # (with --cache K a linked exit first reloads the values its trace
+        # spilled: jit/compile.py _reloads)
+        self.link = opt >= 1 if link is None else link
         self.side_threshold = threshold if side_threshold is None else side_threshold
         if self.side_threshold < 1:
             raise JitError("the side exit threshold must be at least 1")
