@@ -338,7 +338,8 @@ class Jit:
         t_opt = time.thread_time_ns()
         jit_compile.lower(trace, ctx)           # the optimizer (compile_trace reuses its pieces)
         optimize_ns = time.thread_time_ns() - t_opt
-        compiled = jit_compile.compile_trace(trace, ctx, None, size_only=True)   # to learn the size
+        # laid out once: its size decides where it goes, then it is patched there
+        compiled = jit_compile.compile_trace(trace, ctx, None, size_only=True)
         if len(compiled.code) > self.max_trace_bytes:
             self.stats.declined.append((trace.start, f"{len(compiled.code)} bytes of code, "
                                         f"more than the {self.max_trace_bytes} allowed"))
@@ -350,7 +351,7 @@ class Jit:
 
         def fill(address: int) -> bytes:
             nonlocal compiled
-            compiled = jit_compile.compile_trace(trace, ctx, address)
+            compiled = jit_compile.place(compiled, address)
             return compiled.code
         address = self.memory.place(len(compiled.code), fill)
         info.address, info.size = address, len(compiled.code)
