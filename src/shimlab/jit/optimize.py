@@ -203,10 +203,10 @@ class _VirtualHead:
         """The head register must be the interpreter's before t runs: t is a
         jump target, jumps to one, moves the head itself or does I/O.  A fused
         move-and-test materializes after its move instead (_after_move)."""
-        if t.name in _MOVE_BRANCHES and not overridden(t):
+        if t.name in _MOVE_BRANCHES and not _overridden(t.stencil):
             return t.pc in self.label_pcs
         return (t.pc in self.label_pcs or t.loop_pc is not None or t.stencil.endswith(":close")
-                or overridden(t)
+                or _overridden(t.stencil)
                 or (t.name in _CELL_BRANCHES and t.exit_pc in self.label_pcs)
                 or t.name in ("SCAN", "CELL_IN", "CELL_OUT"))
 
@@ -214,17 +214,20 @@ class _VirtualHead:
         """t is a fused move-and-test that needs the head the interpreter's
         after its move: its move ends a stretch (whose check covers it), and
         its test is the plain instruction's stencil."""
-        return (t.name in _MOVE_BRANCHES and not overridden(t)
+        return (t.name in _MOVE_BRANCHES and not _overridden(t.stencil)
                 and (t.loop_pc is not None or t.stencil.endswith(":close")
                      or t.exit_pc in self.label_pcs))
 
     def run(self) -> None:
-        i, ops = 0, self.ops
-        while i < len(ops):
-            # a stretch: from a materialization point to the next
+        ops = self.ops
+        # a stretch: from a materialization point to the next (each op's
+        # flags worked out once: they depend only on it and the labels)
+        starts = [self._materializes(t) for t in ops]
+        ends = [t.name == "SCAN" or self._after_move(t) for t in ops]
+        i, n = 0, len(ops)
+        while i < n:
             j = i + 1
-            while (j < len(ops) and not self._materializes(ops[j]) and ops[j - 1].name != "SCAN"
-                   and not self._after_move(ops[j - 1])):
+            while j < n and not starts[j] and not ends[j - 1]:
                 j += 1
             self.stretch(ops[i:j])
             i = j
@@ -250,53 +253,56 @@ class _VirtualHead:
         self.materialize()
         out = self.out
         out.labels.setdefault(ops[0].pc, len(out.pieces))
-        lo, hi, d = None, None, 0
+        cells, d, checked = [], 0, 0
         for t in ops:
-            cells = []
-            if t.name == "MOVE":
+            name = t.name
+            if name not in _CHECKED:
+                continue
+            checked += 1
+            if name == "MOVE":
                 d += t.arg
                 cells.append(d)
-            elif t.name in _MOVE_BRANCHES:
+            elif name in _MOVE_BRANCHES:
                 d += t.arg >> 8
                 cells.append(d)
-            elif t.name == "CELL_ADD2_AT":
+            elif name == "CELL_ADD2_AT":
                 off_a, _, off_b, _ = isa.unpack_add2(t.arg)
                 cells += [d + off_a, d + off_b]
-            elif t.name in ("CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD"):
+            else:                    # CELL_ADD_AT, CELL_SET_AT, CELL_MULADD
                 cells.append(d + (t.arg >> 8))
-            for c in cells:
-                lo = c if lo is None else min(lo, c)
-                hi = c if hi is None else max(hi, c)
-        if lo is not None:
+        if cells:
             if not self.cache:       # (with one, _before settles the stack)
                 self.flush_stack()   # its deopt resumes with the interpreter's stack
             # (a cached value in rcx: the check that saves it)
             check = "opt:check:rcx" if self.cache and ("c", "rcx") in self.stack.entries \
                 else "opt:check"
-            out.add(Piece(check, {"cell": lo, "cell2": hi}, ops[0], 0, counted=False))
-            out.note("bounds checks hoisted", sum(1 for t in ops if t.name in _CHECKED) - 1)
+            out.add(Piece(check, {"cell": min(cells), "cell2": max(cells)}, ops[0], 0,
+                          counted=False))
+            out.note("bounds checks hoisted", checked - 1)
+        stack, fuse, cache, starts = self.stack, self.fuse, self.cache, out.starts
         k = 0
         while k < len(ops):
-            at = len(out.pieces)
             t = ops[k]
-            if self.fuse and not overridden(t):
-                taken = self.stack.take(ops, k, self.d)
+            plain = not _overridden(t.stencil)
+            if fuse and plain:
+                at = len(out.pieces)
+                taken = stack.take(ops, k, self.d)
                 if taken:
-                    out.starts += [at] * taken
+                    starts += [at] * taken
                     k += taken
                     continue
-            if self.stack is not None and (not self.cache or overridden(t) or
-                                           t.name not in _OFF_STACK):
-                self.flush_stack()
-            out.starts.append(len(out.pieces))
-            self.one(ops[k])
+            if stack is not None and (not cache or not plain or t.name not in _OFF_STACK):
+                stack.flush(self.d)
+            starts.append(len(out.pieces))
+            self.one(t, plain)
             k += 1
 
-    def one(self, t: TraceOp) -> None:
+    def one(self, t: TraceOp, plain: bool) -> None:
+        """Lowers t (plain: no prototype stands in for it) at the virtual head."""
         out, d = self.out, self.d
         _count(out, t, self.count, d)
         name, arg = t.name, t.arg
-        if overridden(t):
+        if not plain:
             out.add(Piece(t.stencil, operand_values(t, self.consts), t, d))
         elif name == "MOVE":
             self.d += arg
