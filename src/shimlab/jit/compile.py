@@ -252,6 +252,21 @@ def lower(trace: Trace, ctx: Context) -> None:
     _lower(trace, ctx, load_stencils(ctx))
 
 
+def prepare(ctx: Context) -> None:
+    """Works out what compiling traces of ctx's kind needs of its stencils
+    (each one's holes, the exit slots' size) once, up front: a per-stencil
+    table, not any trace's work.  A stencil missing or broken is left for
+    the first trace that needs it to report, as it would without this."""
+    try:
+        st = load_stencils(ctx)
+        for stencil in st.values():
+            _shape(stencil)
+        slot_size(st, ctx.count, ctx.tallies is not None, ctx.opt > 0, cache=ctx.cache,
+                  hot=ctx.heat is not None, order=modes.get(ctx.mode).trace_order)
+    except Exception:
+        pass
+
+
 def _reaches(slot_at: int, target: int, slot: int) -> bool:
     """Whether a rel32 field anywhere in the slot at `slot_at` reaches `target`."""
     return -(1 << 31) < target - (slot_at + slot) and target - slot_at < (1 << 31)
@@ -354,6 +369,8 @@ class _Shape:
     holes: tuple        # (offset, kind, how, 64 bits?) per hole
     kinds: frozenset    # its holes' kinds
     leaves: bool        # it can leave the trace, or jump in it (deopt, branch, loop)
+    plain: tuple        # (offset, kind) per hole when every hole takes its value as it is
+                        # in 32 bits (most pieces of a body), else ()
 
 
 # how a hole's value is made (_fill)
@@ -369,8 +386,10 @@ def _shape(stencil) -> _Shape:
         kinds = frozenset(h.kind for h in stencil.holes)
         holes = tuple((h.offset, h.kind, _HOW.get(h.kind, _PLAIN), h.width == 8)
                       for h in stencil.holes)
+        plain = tuple((off, kind) for off, kind, how, wide in holes) \
+            if all(how == _PLAIN and not wide for _, _, how, wide in holes) else ()
         hit = _SHAPES[id(stencil)] = (stencil, _Shape(stencil.code, len(stencil.code), holes,
-                                                      kinds, bool(_LEAVES & kinds)))
+                                                      kinds, bool(_LEAVES & kinds), plain))
     return hit[1]
 
 
@@ -425,7 +444,14 @@ def place(compiled: Compiled, base: int | None) -> Compiled:
     out += bytes(len(compiled.code) - body)
     symbols = []
     for p, sh, at in zip(lay.pieces, lay.shapes, lay.offsets):
-        if sh.holes:
+        if sh.plain:
+            values = p.values
+            try:
+                for offset, kind in sh.plain:
+                    _PACK32(out, at + offset, values[kind])
+            except (KeyError, struct.error):     # _fill raises it in words
+                _fill(out, st[p.stencil], sh, at, values, p, body, slot, base)
+        elif sh.holes:
             _fill(out, st[p.stencil], sh, at, p.values, p, body, slot, base)
         if p.op is not None:
             symbols.append((at, sh.size, f"{p.stencil}@pc{p.op.pc}"))
