@@ -52,6 +52,9 @@ class Context:
     blocks: int | None = None            # --stats: address of this trace's block counters
     rec_table: int = 0                   # side exits: the recorder's dispatch table
     traces_at: dict = field(default_factory=dict)   # pc -> entry of a trace there: exits jump in
+    # the stencils, loaded by the first step of a trace's compile that needs
+    # them (lower, then the layout): one merge of ~600 names, not one a step
+    _stencils: dict | None = field(default=None, init=False, repr=False, compare=False)
 
 
 @dataclass
@@ -249,7 +252,13 @@ _LEAVES = {"deopt", "branch", "loop"}
 def lower(trace: Trace, ctx: Context) -> None:
     """Runs the optimizer for `trace` now (compile_trace reuses its pieces):
     so the optimizer's time can be told from copy-and-patch's."""
-    _lower(trace, ctx, load_stencils(ctx))
+    _lower(trace, ctx, _stencils_of(ctx))
+
+
+def _stencils_of(ctx: Context) -> dict:
+    if ctx._stencils is None:
+        ctx._stencils = load_stencils(ctx)
+    return ctx._stencils
 
 
 def prepare(ctx: Context) -> None:
@@ -305,7 +314,7 @@ def _lay_out(trace: Trace, ctx: Context) -> Compiled:
     if not modes.is_jit(ctx.mode):
         raise CompileError(f"not a JIT mode: {ctx.mode}")
     mode = modes.get(ctx.mode)
-    st = load_stencils(ctx)
+    st = _stencils_of(ctx)
     # pass 1: the optimizer's pieces, and where each label (a jump target
     # with the head materialized) starts
     lowered, block_ops = _lower(trace, ctx, st)
@@ -434,15 +443,16 @@ def _where(where) -> str:
     return where.stencil if t is None else f"{t.name}@pc{t.pc}"
 
 
-def place(compiled: Compiled, base: int | None) -> Compiled:
+def place(compiled: Compiled, base: int | None, symbols: bool = True) -> Compiled:
     """The laid-out trace `compiled` (compile_trace's, size_only) patched to
-    run at address `base`: its code, and which exits link to traces."""
+    run at address `base`: its code, and which exits link to traces;
+    symbols: name its pieces and slots (the perf map's), else none."""
     lay = compiled.layout
     ctx, st, body, slot = lay.ctx, lay.st, compiled.body_size, compiled.slot_size
     # the body's stencils in one copy, then their holes; the slots after it
     out = bytearray(b"".join([sh.code for sh in lay.shapes]))
     out += bytes(len(compiled.code) - body)
-    symbols = []
+    names = []
     for p, sh, at in zip(lay.pieces, lay.shapes, lay.offsets):
         if sh.plain:
             values = p.values
@@ -453,16 +463,17 @@ def place(compiled: Compiled, base: int | None) -> Compiled:
                 _fill(out, st[p.stencil], sh, at, values, p, body, slot, base)
         elif sh.holes:
             _fill(out, st[p.stencil], sh, at, p.values, p, body, slot, base)
-        if p.op is not None:
-            symbols.append((at, sh.size, f"{p.stencil}@pc{p.op.pc}"))
+        if symbols and p.op is not None:
+            names.append((at, sh.size, f"{p.stencil}@pc{p.op.pc}"))
     exits = lay.exits
     patch_at, linked_to = [0] * len(exits), [False] * len(exits)
     for ex, idx in exits.items():
         patch_at[idx] = body + slot * idx + (len(st["opt:head"].code) if ex.head else 0)
         linked_to[idx] = _fill_slot(out, lay, ex, idx, body, slot, base)
-        symbols.append((body + slot * idx, slot,
-                        f"{'link' if linked_to[idx] else 'exit'}->pc{ex.pc}"))
-    return Compiled(bytes(out), body, slot, list(exits), symbols, patch_at, linked_to,
+        if symbols:
+            names.append((body + slot * idx, slot,
+                          f"{'link' if linked_to[idx] else 'exit'}->pc{ex.pc}"))
+    return Compiled(bytes(out), body, slot, list(exits), names, patch_at, linked_to,
                     lay.lowered.folded, len(st["tally"].code) if ctx.tallies is not None else 0,
                     lay.block_ops, list(lay.retakes), lay.entry_stub, layout=lay)
 

@@ -351,7 +351,7 @@ class Jit:
 
         def fill(address: int) -> bytes:
             nonlocal compiled
-            compiled = jit_compile.place(compiled, address)
+            compiled = jit_compile.place(compiled, address, symbols=self.perf_map)
             return compiled.code
         address = self.memory.place(len(compiled.code), fill)
         info.address, info.size = address, len(compiled.code)

@@ -165,11 +165,11 @@ def _past_loop(code, rec, i: int, first: int, last: int, memo: dict | None = Non
         memo = {}
     if "data" not in memo:
         memo["data"] = rec.tobytes() if isinstance(rec, array) else array("i", rec).tobytes()
-    end = first_of(rec, outside - set(range(first, last + 1)), i, memo["data"])
+    end = first_of(rec, outside - set(range(first, last + 1)), i, memo["data"], walk=0)
     return len(rec) if end is None else end
 
 
-_WALK = 256         # pcs of an inner loop walked before searching instead
+_WALK = 256         # pcs walked before searching instead (an inner loop's, a side exit's path)
 
 
 # flow -> (falls through, jumps): an instruction's possible successors
@@ -177,10 +177,20 @@ _SUCCESSORS = {Flow.NEXT: (True, False), Flow.JUMP: (False, True), Flow.BRANCH: 
                Flow.BACKEDGE: (False, True), Flow.BACKEDGE_BRANCH: (True, True)}
 
 
-def first_of(rec, pcs, i: int = 0, data: bytes | None = None) -> int | None:
-    """The first index from i on whose pc is one of `pcs` (None: none is),
-    by a C-level bytes search for each rather than a walk in Python (data:
-    rec as bytes, when the caller has them)."""
+def first_of(rec, pcs, i: int = 0, data: bytes | None = None,
+             walk: int = _WALK) -> int | None:
+    """The first index from i on whose pc is one of `pcs` (None: none is):
+    a walk over the first `walk` (where a side exit's path usually meets a
+    trace), then a C-level bytes search for each pc rather than a walk in
+    Python (data: rec as bytes, when the caller has them).  The search of
+    a pc that is not there reads the whole recording, up to 200,000 pcs."""
+    stop = min(len(rec), i + walk)
+    for k in range(i, stop):
+        if rec[k] in pcs:
+            return k
+    if stop == len(rec):
+        return None
+    i = stop
     if data is None:
         data = rec.tobytes() if isinstance(rec, array) else array("i", rec).tobytes()
     end = len(rec)
