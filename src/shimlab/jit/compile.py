@@ -326,7 +326,8 @@ def _lay_out(trace: Trace, ctx: Context) -> Compiled:
     entry = mode.entry_stencil + (f":k{ctx.cache}" if ctx.cache else "")
     if mode.entry_stencil:
         pieces = [optimize.Piece(entry, {})] + pieces
-    shapes = [_shape(st[p.stencil]) for p in pieces]
+    by_name = {name: _shape(st[name]) for name in {p.stencil for p in pieces}}
+    shapes = [by_name[p.stencil] for p in pieces]
     offsets, pos = [], 0
     for sh in shapes:
         offsets.append(pos)

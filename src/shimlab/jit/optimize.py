@@ -26,7 +26,7 @@ from functools import lru_cache
 
 from .. import isa
 from .defaults import LEVELS     # there, so the CLI shows them without loading the JIT
-from .fuse import VirtualStack
+from .fuse import TAKES, VirtualStack
 from .reglocals import keep_locals
 from .trace import Trace, TraceOp
 
@@ -104,7 +104,7 @@ def lower(trace: Trace, consts: list[int], level: int, count: bool,
                      keep_start=False).run()
     # (the locals' registers are cached values' too, from K = 3 or 4 on: a
     # trace that keeps cached values keeps no locals)
-    if level >= 3 and registers and cache is None and not any(overridden(t) for t in ops):
+    if level >= 3 and registers and cache is None and not any(_overridden(t.stencil) for t in ops):
         keep_locals(trace, out, Piece)
     return out
 
@@ -112,14 +112,11 @@ def lower(trace: Trace, consts: list[int], level: int, count: bool,
 _PLAIN_VARIANTS = ("", "taken", "fallthrough", "close", "inner")
 
 
-def overridden(t: TraceOp) -> bool:
-    """A prototype stencil stands in for t (--stencil): the optimizer leaves it
-    as it is, with the VM state it was written for."""
-    return _overridden(t.stencil)
-
-
 @lru_cache(maxsize=None)
 def _overridden(stencil: str) -> bool:
+    """A prototype stencil (--stencil) is an instruction's `stencil`: the
+    optimizer leaves it as it is, with the VM state it was written for.
+    (By the stencil's name, cached: asked several times per instruction.)"""
     return stencil.partition(":")[2] not in _PLAIN_VARIANTS
 
 
@@ -284,7 +281,7 @@ class _VirtualHead:
         while k < len(ops):
             t = ops[k]
             plain = not _overridden(t.stencil)
-            if fuse and plain:
+            if fuse and plain and t.name in TAKES:
                 at = len(out.pieces)
                 taken = stack.take(ops, k, self.d)
                 if taken:
