@@ -9,7 +9,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from .. import isa, modes
+from .. import modes
 from ..abi import contract
 from ..errors import ShimlabError
 from . import optimize
@@ -123,9 +123,21 @@ def _exit_parts(ctx: Context, ex: Exit, far: bool = False, linked: bool = False)
     the interpreter's handlers (ASan's memory layout does that); linked: it
     jumps into another trace (a side exit linked, or a trace where it resumes).
     A linked slot keeps its first part (the head) and a jump where the rest was."""
+    return list(_parts_of(ctx.mode, ctx.tallies is not None, ctx.heat is not None, ctx.cache,
+                          bool(ctx.count), bool(ex.head), ex.deopt, ex.kept,
+                          ex.uncount is not None, far, linked))
+
+
+@lru_cache(maxsize=None)
+def _parts_of(mode_name: str, stats: bool, hot: bool, cache: int, count: bool, head: bool,
+              deopt: bool, kept: bool, uncount: bool, far: bool, linked: bool) -> tuple:
+    """_exit_parts by what decides them (every trace's exits are of a few kinds)."""
+    ctx = Context(mode_name, 0, [], [], count=count, tallies=0 if stats else None, cache=cache,
+                  heat=0 if hot else None)
+    ex = Exit(0, 0 if uncount else None, deopt, head=int(head), kept=kept)
     parts = ["opt:head"] if ex.head else []
     if linked:                 # into another trace: no crossing
-        return parts + ["opt:link"]
+        return tuple(parts + ["opt:link"])
     if ctx.tallies is not None:
         parts.append("tally")
     # a direct mode's hot exit jumps into the recorder without reloading the
@@ -142,8 +154,8 @@ def _exit_parts(ctx: Context, ex: Exit, far: bool = False, linked: bool = False)
     if _to_handler(ctx, ex):
         if ctx.count:
             parts.append("count")
-        return parts + [mode.handler_exit_stencil + (":far" if far else "") + k]
-    return parts + [(mode.count_exit_stencil if ctx.count else mode.exit_stencil) + k]
+        return tuple(parts + [mode.handler_exit_stencil + (":far" if far else "") + k])
+    return tuple(parts + [(mode.count_exit_stencil if ctx.count else mode.exit_stencil) + k])
 
 
 def slot_size(st: dict, count: bool, stats: bool, virtual_head: bool = False,
@@ -404,7 +416,8 @@ def _shape(stencil) -> _Shape:
 
 
 _PACK32 = struct.Struct("<i").pack_into
-_PACK64 = struct.Struct("<q").pack_into
+_PACK64 = struct.Struct("<Q").pack_into
+_MASK64 = (1 << 64) - 1
 
 
 def _fill(out: bytearray, stencil, shape: _Shape, at: int, values: dict, where,
@@ -427,8 +440,8 @@ def _fill(out: bytearray, stencil, shape: _Shape, at: int, values: dict, where,
             if kind == "handler" and not -(1 << 31) <= v < (1 << 31):
                 raise CompileError("the trace is mapped more than 2 GiB from the "
                                    "interpreter: jit-direct-handler cannot jump there")
-        if wide:
-            _PACK64(out, field_at, isa.wrap64(v))
+        if wide:                        # any int, wrapped to 64 bits (isa.wrap64's bytes)
+            _PACK64(out, field_at, v & _MASK64)
         elif -(1 << 31) <= v < (1 << 31):
             _PACK32(out, field_at, v)
         else:
