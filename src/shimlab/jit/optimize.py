@@ -22,7 +22,7 @@ still finds them there leaves without a reload (`Piece.kept`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from .. import isa
 from .defaults import LEVELS     # there, so the CLI shows them without loading the JIT
@@ -31,7 +31,7 @@ from .reglocals import keep_locals
 from .trace import Trace, TraceOp
 
 
-@dataclass
+@dataclass(slots=True)         # made two or three times per instruction: kept small
 class Piece:
     stencil: str
     values: dict
@@ -93,7 +93,7 @@ def lower(trace: Trace, consts: list[int], level: int, count: bool,
         for t in ops:
             out.labels.setdefault(t.pc, len(out.pieces))
             out.starts.append(len(out.pieces))
-            _count(out, t, count)
+            _count(out, count, t)
             out.pieces.append(Piece(t.stencil, operand_values(t, consts), t))
         return out
     head = _VirtualHead(trace, ops, consts, count, out, fuse_stack=level >= 2, cache=cache)
@@ -120,7 +120,7 @@ def _overridden(stencil: str) -> bool:
     return stencil.partition(":")[2] not in _PLAIN_VARIANTS
 
 
-def _count(out: Lowered, t: TraceOp, count: bool, d: int = 0) -> None:
+def _count(out: Lowered, count: bool, t: TraceOp, d: int = 0) -> None:
     if count:
         out.add(Piece("count", {"count": 8 * t.op}, None, d))
 
@@ -155,7 +155,7 @@ class _VirtualHead:
         self.trace, self.ops, self.consts, self.count, self.out = trace, ops, consts, count, out
         self.stack, self.fuse, self.cache = None, fuse_stack, cache
         if fuse_stack or cache:
-            self.stack = VirtualStack(out, Piece, lambda t, d: _count(out, t, count, d))
+            self.stack = VirtualStack(out, Piece, partial(_count, out, count))
         pcs = {t.pc for t in ops}
         jumped = {t.loop_pc for t in ops if t.loop_pc is not None}
         jumped |= {t.exit_pc for t in ops if t.exit_pc in pcs}
@@ -297,7 +297,7 @@ class _VirtualHead:
     def one(self, t: TraceOp, plain: bool) -> None:
         """Lowers t (plain: no prototype stands in for it) at the virtual head."""
         out, d = self.out, self.d
-        _count(out, t, self.count, d)
+        _count(out, self.count, t, d)
         name, arg = t.name, t.arg
         if not plain:
             out.add(Piece(t.stencil, operand_values(t, self.consts), t, d))
