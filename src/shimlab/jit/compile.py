@@ -212,9 +212,9 @@ def _count_blocks(lowered, st: dict, blocks: int) -> list[int]:
         return [len(lowered.starts)]
     old = lowered.pieces
     n = len(old)
-    leaves = {name: _shape(st[name]).leaves for name in {p.stencil for p in old}}
+    shapes = _shapes_of(st)
     bounds = {0} | set(lowered.labels.values()) | {
-        i + 1 for i, p in enumerate(old) if leaves[p.stencil]}
+        i + 1 for i, p in enumerate(old) if shapes[p.stencil].leaves}
     bounds = sorted(b for b in bounds if b < n)
     pieces = []
     for k, (b, e) in enumerate(zip(bounds, bounds[1:] + [n])):
@@ -257,7 +257,7 @@ def cache_for(ctx: Context, st: dict | None = None) -> "optimize.Cache | None":
         return None
     regs = contract.trace_cache_registers(ctx.cache, mode.trace_order)
     return optimize.Cache(regs, lambda name: stencil_store.writes(st[name]),
-                          lambda name: _shape(st[name]).leaves)
+                          lambda name: _shapes_of(st)[name].leaves)
 _LEAVES = {"deopt", "branch", "loop"}
 
 
@@ -338,7 +338,7 @@ def _lay_out(trace: Trace, ctx: Context) -> Compiled:
     entry = mode.entry_stencil + (f":k{ctx.cache}" if ctx.cache else "")
     if mode.entry_stencil:
         pieces = [optimize.Piece(entry, {})] + pieces
-    by_name = {name: _shape(st[name]) for name in {p.stencil for p in pieces}}
+    by_name = _shapes_of(st)
     shapes = [by_name[p.stencil] for p in pieces]
     offsets, pos = [], 0
     for sh in shapes:
@@ -374,8 +374,11 @@ def _lay_out(trace: Trace, ctx: Context) -> Compiled:
             else:
                 values["branch"] = ("exit", exits.setdefault(
                     Exit(t.exit_pc, None, head=p.d, kept=p.kept), len(exits)))
-    slot = slot_size(st, ctx.count, ctx.tallies is not None, ctx.opt > 0, cache=ctx.cache,
-                     hot=ctx.heat is not None, order=mode.trace_order)
+    flags = (ctx.count, ctx.tallies is not None, ctx.opt > 0, ctx.cache, ctx.heat is not None,
+             mode.trace_order)
+    slot = by_name.slot_sizes.get(flags)
+    if slot is None:
+        slot = by_name.slot_sizes[flags] = slot_size(st, *flags)
     layout = _Layout(ctx, st, pieces, shapes, offsets, exits,
                      [retakes.get(ex, False) for ex in exits], lowered, block_ops,
                      len(st[entry].code) if mode.entry_stencil else 0)
@@ -413,6 +416,30 @@ def _shape(stencil) -> _Shape:
         hit = _SHAPES[id(stencil)] = (stencil, _Shape(stencil.code, len(stencil.code), holes,
                                                       kinds, bool(_LEAVES & kinds), plain))
     return hit[1]
+
+
+class _Shapes(dict):
+    """name -> _Shape for one dict of stencils, filled as names are asked
+    for; slot_sizes: its slot_size by flags.  Kept for the last dict (the
+    shared one stencils.load returns, trace after trace), so a trace's
+    compile looks a name up here rather than in that dict and in _SHAPES."""
+
+    def __init__(self, st: dict):
+        super().__init__()
+        self.st, self.slot_sizes = st, {}
+
+    def __missing__(self, name: str) -> _Shape:
+        shape = self[name] = _shape(self.st[name])
+        return shape
+
+
+_LAST_SHAPES: list = [_Shapes({})]
+
+
+def _shapes_of(st: dict) -> _Shapes:
+    if _LAST_SHAPES[0].st is not st:
+        _LAST_SHAPES[0] = _Shapes(st)
+    return _LAST_SHAPES[0]
 
 
 _PACK32 = struct.Struct("<i").pack_into
@@ -496,7 +523,7 @@ def _fill_slot(out: bytearray, lay: _Layout, ex: Exit, idx: int, body: int, slot
                base: int | None) -> bool:
     """Writes exit slot `idx`: a jump into the trace at ex.pc when there is
     one in reach (returns True), else the crossing to the interpreter."""
-    ctx, st = lay.ctx, lay.st
+    ctx = lay.ctx
     at = body + slot * idx
     out[at:at + slot] = bytes([INT3]) * slot
     values = {"resume_ip": ctx.code_addr + 8 * ex.pc, "cell": ex.head,
@@ -508,7 +535,7 @@ def _fill_slot(out: bytearray, lay: _Layout, ex: Exit, idx: int, body: int, slot
     if link is not None:
         values["link"] = link
         for part in _exit_parts(ctx, ex, linked=True):
-            at = _patch_part(out, st[part], at, values, name, body, slot, base)
+            at = _patch_part(out, lay, part, at, values, name, body, slot, base)
         return True
     if ctx.count and ex.uncount is not None:
         values["count"] = 8 * ex.uncount
@@ -523,14 +550,14 @@ def _fill_slot(out: bytearray, lay: _Layout, ex: Exit, idx: int, body: int, slot
         v = values
         if part == "count":
             v = {**values, "count": 8 * ctx.code[ex.pc][0]}
-        at = _patch_part(out, st[part], at, v, name, body, slot, base)
+        at = _patch_part(out, lay, part, at, v, name, body, slot, base)
     return False
 
 
-def _patch_part(out, stencil, at: int, values: dict, name: str, body: int, slot: int,
-                base: int | None) -> int:
+def _patch_part(out, lay: _Layout, part: str, at: int, values: dict, name: str, body: int,
+                slot: int, base: int | None) -> int:
     """One part of an exit slot at `at`; returns where the next part goes."""
-    shape = _shape(stencil)
+    shape = _shapes_of(lay.st)[part]
     out[at:at + shape.size] = shape.code
-    _fill(out, stencil, shape, at, values, name, body, slot, base)
+    _fill(out, lay.st[part], shape, at, values, name, body, slot, base)
     return at + shape.size
