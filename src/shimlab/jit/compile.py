@@ -1,6 +1,11 @@
 """Copy-and-patch: lays a trace's stencils end to end, adds its exit stubs,
 and patches every hole.  The trace body is the same bytes in every JIT
-mode; only the exit stubs (fixed-size slots after the body) differ."""
+mode; only the exit stubs (fixed-size slots after the body) differ.
+
+A trace is laid out once (compile_trace with size_only: pieces, offsets,
+exits, its size) and then patched where memory was found for it (place).
+What patching needs of a stencil (its holes, how each is filled) is worked
+out once per stencil (_shape; prepare() does all of them when the JIT starts)."""
 from __future__ import annotations
 
 import re
