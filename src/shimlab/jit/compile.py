@@ -1,14 +1,20 @@
 """Copy-and-patch: lays a trace's stencils end to end, adds its exit stubs,
 and patches every hole.  The trace body is the same bytes in every JIT
-mode; only the exit stubs (fixed-size slots after the body) differ."""
+mode; only the exit stubs (fixed-size slots after the body) differ.
+
+A trace is laid out once (compile_trace with size_only: pieces, offsets,
+exits, its size) and then patched where memory was found for it (place).
+What patching needs of a stencil (its holes, how each is filled) is worked
+out once per stencil (_shape; prepare() does all of them when the JIT starts)."""
 from __future__ import annotations
 
 import re
 import struct
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from functools import lru_cache
 
-from .. import isa, modes
+from .. import modes
 from ..abi import contract
 from ..errors import ShimlabError
 from . import optimize
@@ -51,6 +57,9 @@ class Context:
     blocks: int | None = None            # --stats: address of this trace's block counters
     rec_table: int = 0                   # side exits: the recorder's dispatch table
     traces_at: dict = field(default_factory=dict)   # pc -> entry of a trace there: exits jump in
+    # the stencils, loaded by the first step of a trace's compile that needs
+    # them (lower, then the layout): one merge of ~600 names, not one a step
+    _stencils: dict | None = field(default=None, init=False, repr=False, compare=False)
 
 
 @dataclass
@@ -67,6 +76,7 @@ class Compiled:
     block_ops: list[int] = field(default_factory=list)  # --stats: instructions per block
     retakes: list[bool] = field(default_factory=list)   # per exit: re-runs an instruction counted as run
     entry_stub: int = 0                                 # bytes of the entry trampoline (jit-trampoline)
+    layout: object = field(default=None, repr=False, compare=False)   # what place() patches from
 
 
 def _to_handler(ctx: Context, ex: Exit) -> bool:
@@ -133,10 +143,22 @@ def _exit_parts(ctx: Context, ex: Exit, far: bool = False, linked: bool = False)
     the interpreter's handlers (ASan's memory layout does that); linked: it
     jumps into another trace (a side exit linked, or a trace where it resumes).
     A linked slot keeps its first part (the head) and a jump where the rest was."""
+    return list(_parts_of(ctx.mode, ctx.tallies is not None, ctx.heat is not None, ctx.cache,
+                          bool(ctx.count), bool(ex.head), ex.deopt, ex.kept,
+                          ex.uncount is not None, far, linked))
+
+
+@lru_cache(maxsize=None)
+def _parts_of(mode_name: str, stats: bool, hot: bool, cache: int, count: bool, head: bool,
+              deopt: bool, kept: bool, uncount: bool, far: bool, linked: bool) -> tuple:
+    """_exit_parts by what decides them (every trace's exits are of a few kinds)."""
+    ctx = Context(mode_name, 0, [], [], count=count, tallies=0 if stats else None, cache=cache,
+                  heat=0 if hot else None)
+    ex = Exit(0, 0 if uncount else None, deopt, head=int(head), kept=kept)
     reloads = _reloads(ctx, ex)
     parts = (["opt:head"] if ex.head else []) + reloads
     if linked:                 # into another trace: no crossing
-        return parts + ["opt:link"]
+        return tuple(parts + ["opt:link"])
     if ctx.tallies is not None:
         parts.append("tally")
     if ctx.heat is not None and not ex.deopt:
@@ -151,8 +173,8 @@ def _exit_parts(ctx: Context, ex: Exit, far: bool = False, linked: bool = False)
     if _to_handler(ctx, ex):
         if ctx.count:
             parts.append("count")
-        return parts + [mode.handler_exit_stencil + (":far" if far else "") + k]
-    return parts + [(mode.count_exit_stencil if ctx.count else mode.exit_stencil) + k]
+        return tuple(parts + [mode.handler_exit_stencil + (":far" if far else "") + k])
+    return tuple(parts + [(mode.count_exit_stencil if ctx.count else mode.exit_stencil) + k])
 
 
 def slot_size(st: dict, count: bool, stats: bool, virtual_head: bool = False,
@@ -160,36 +182,24 @@ def slot_size(st: dict, count: bool, stats: bool, virtual_head: bool = False,
     """One slot size for all modes whose traces run in the same register order
     (`order`, modes.py trace_order), so the body's bytes do not depend on the
     mode (plain traces keep the size they had before the optimizer)."""
-    # what decides it: the flags and the sizes of the stencils an exit is made of
-    key = (count, stats, virtual_head, cache, hot, order,
-           tuple((n, len(st[n].code)) for n in _slot_names(st)))
+    flags = (count, stats, virtual_head, cache, hot, order)
+    # what decides it: the flags and the sizes of the stencils an exit can be made of
+    key = flags + tuple(len(st[n].code) for n in _slot_parts(*flags))
     if key not in _SLOT_SIZES:
-        _SLOT_SIZES[key] = _slot_size(st, count, stats, virtual_head, cache, hot, order)
+        worst = max((sum(len(st[p].code) for p in parts) for parts in _slot_combos(*flags)),
+                    default=0)
+        _SLOT_SIZES[key] = -(-worst // SLOT_ALIGN) * SLOT_ALIGN
     return _SLOT_SIZES[key]
 
 
 _SLOT_SIZES: dict = {}
-_SLOT_NAMES: dict = {}    # (len(st), its tally stencil) -> (that stencil, the slot parts' names)
 
 
-def _slot_names(st: dict) -> tuple:
-    """The names of st's stencils an exit slot can be made of, walked once
-    per stencil set rather than per compile (~500 names: it once took a
-    third of a compile).  Only the standard artifact has such names (a
-    prototype is named after an instruction), and a set of stencils
-    loaded is told by its size and its tally stencil object (kept, so its
-    id is not reused)."""
-    tally = st.get("tally")
-    key = (len(st), id(tally))
-    hit = _SLOT_NAMES.get(key)
-    if hit is None or hit[0] is not tally:
-        hit = _SLOT_NAMES[key] = (tally, tuple(n for n in st if n.startswith(_SLOT_PARTS)))
-    return hit[1]
-_SLOT_PARTS = ("exit:", "opt:head", "opt:hot-exit", "opt:link", "tally", "count", "uncount")
-
-
-def _slot_size(st, count, stats, virtual_head, cache, hot, order) -> int:
-    worst = 0
+@lru_cache(maxsize=None)
+def _slot_combos(count, stats, virtual_head, cache, hot, order) -> tuple:
+    """Every list of stencils an exit can be made of, in any mode whose traces
+    run in `order`: a function of the flags alone, so worked out once."""
+    combos = set()
     for mode in modes.JIT:
         if modes.get(mode).trace_order != order:
             continue
@@ -199,10 +209,15 @@ def _slot_size(st, count, stats, virtual_head, cache, hot, order) -> int:
         for deopt in (False, True):
             for far in (False, True):
                 for keep in kept:
-                    parts = _exit_parts(ctx, Exit(0, 0, deopt, head=int(virtual_head), kept=keep),
-                                        far)
-                    worst = max(worst, sum(len(st[p].code) for p in parts))
-    return -(-worst // SLOT_ALIGN) * SLOT_ALIGN
+                    combos.add(tuple(_exit_parts(
+                        ctx, Exit(0, 0, deopt, head=int(virtual_head), kept=keep), far)))
+    return tuple(sorted(combos))
+
+
+@lru_cache(maxsize=None)
+def _slot_parts(*flags) -> tuple:
+    """The names of the stencils those lists are made of (their sizes key the slot size)."""
+    return tuple(sorted({p for parts in _slot_combos(*flags) for p in parts}))
 
 
 def _count_blocks(lowered, st: dict, blocks: int) -> list[int]:
@@ -214,22 +229,22 @@ def _count_blocks(lowered, st: dict, blocks: int) -> list[int]:
         lowered.pieces = [optimize.Piece("tally", {"tally": blocks})]
         lowered.labels = {pc: 0 for pc in lowered.labels}
         return [len(lowered.starts)]
-    leaves = {"deopt", "branch", "loop"}
+    old = lowered.pieces
+    n = len(old)
+    shapes = _shapes_of(st)
     bounds = {0} | set(lowered.labels.values()) | {
-        i + 1 for i, p in enumerate(lowered.pieces) if leaves & {h.kind for h in st[p.stencil].holes}}
-    bounds = sorted(b for b in bounds if b < len(lowered.pieces))
-    moved, pieces, index = {}, [], {b: k for k, b in enumerate(bounds)}
-    for i, p in enumerate(lowered.pieces):
-        if i in index:
-            pieces.append(optimize.Piece("tally", {"tally": blocks + 8 * index[i]}))
-        moved[i] = len(pieces)
-        pieces.append(p)
-    moved[len(lowered.pieces)] = len(pieces)
+        i + 1 for i, p in enumerate(old) if shapes[p.stencil].leaves}
+    bounds = sorted(b for b in bounds if b < n)
+    pieces = []
+    for k, (b, e) in enumerate(zip(bounds, bounds[1:] + [n])):
+        pieces.append(optimize.Piece("tally", {"tally": blocks + 8 * k}))
+        pieces += old[b:e]
     ops = [0] * len(bounds)
     for start in lowered.starts:
         ops[max(0, bisect_right(bounds, start) - 1)] += 1
-    # a jump to a label lands on its block's tally
-    lowered.labels = {pc: moved[i] - (1 if i in index else 0) for pc, i in lowered.labels.items()}
+    # a jump to a label lands on its block's tally: piece i moves past the
+    # tallies of the blocks that start before it
+    lowered.labels = {pc: i + bisect_left(bounds, i) for pc, i in lowered.labels.items()}
     lowered.pieces = pieces
     return ops
 
@@ -261,14 +276,35 @@ def cache_for(ctx: Context, st: dict | None = None) -> "optimize.Cache | None":
         return None
     regs = contract.trace_cache_registers(ctx.cache, mode.trace_order)
     return optimize.Cache(regs, lambda name: stencil_store.writes(st[name]),
-                          lambda name: bool(_LEAVES & {h.kind for h in st[name].holes}))
+                          lambda name: _shapes_of(st)[name].leaves)
 _LEAVES = {"deopt", "branch", "loop"}
 
 
 def lower(trace: Trace, ctx: Context) -> None:
     """Runs the optimizer for `trace` now (compile_trace reuses its pieces):
     so the optimizer's time can be told from copy-and-patch's."""
-    _lower(trace, ctx, load_stencils(ctx))
+    _lower(trace, ctx, _stencils_of(ctx))
+
+
+def _stencils_of(ctx: Context) -> dict:
+    if ctx._stencils is None:
+        ctx._stencils = load_stencils(ctx)
+    return ctx._stencils
+
+
+def prepare(ctx: Context) -> None:
+    """Works out what compiling traces of ctx's kind needs of its stencils
+    (each one's holes, the exit slots' size) once, up front: a per-stencil
+    table, not any trace's work.  A stencil missing or broken is left for
+    the first trace that needs it to report, as it would without this."""
+    try:
+        st = load_stencils(ctx)
+        for stencil in st.values():
+            _shape(stencil)
+        slot_size(st, ctx.count, ctx.tallies is not None, ctx.opt > 0, cache=ctx.cache,
+                  hot=ctx.heat is not None, order=modes.get(ctx.mode).trace_order)
+    except Exception:
+        pass
 
 
 def _reaches(slot_at: int, target: int, slot: int) -> bool:
@@ -278,13 +314,38 @@ def _reaches(slot_at: int, target: int, slot: int) -> bool:
 
 def compile_trace(trace: Trace, ctx: Context, base: int | None,
                   size_only: bool = False) -> Compiled:
-    """Machine code for `trace` when it will run at address `base` (None: only
-    its size is wanted); size_only: no code (zeros), no holes patched, only
-    the sizes and exits (what placing a trace needs, at half the cost)."""
+    """Machine code for `trace` when it will run at address `base` (None: the
+    holes that depend on it hold 0, and an exit links wherever it could);
+    size_only: no code yet (zeros), only the sizes and exits (what placing a
+    trace needs): place(compiled, base) then patches it there, without
+    laying the trace out again."""
+    c = _lay_out(trace, ctx)
+    if size_only:
+        return c
+    return place(c, base)
+
+
+@dataclass
+class _Layout:
+    """A trace laid out but not patched: what place() patches it from."""
+    ctx: Context
+    st: dict
+    pieces: list                 # the body's pieces, in order
+    shapes: list                 # each piece's _Shape
+    offsets: list                # each piece's offset in the body (and the body's end)
+    exits: dict                  # Exit -> its slot index
+    retakes: list
+    lowered: object
+    block_ops: list
+    entry_stub: int
+
+
+def _lay_out(trace: Trace, ctx: Context) -> Compiled:
+    """Passes 1 and 2: the pieces, their offsets, the labels and the exits."""
     if not modes.is_jit(ctx.mode):
         raise CompileError(f"not a JIT mode: {ctx.mode}")
     mode = modes.get(ctx.mode)
-    st = load_stencils(ctx)
+    st = _stencils_of(ctx)
     # pass 1: the optimizer's pieces, and where each label (a jump target
     # with the head materialized) starts
     lowered, block_ops = _lower(trace, ctx, st)
@@ -296,10 +357,12 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None,
     entry = mode.entry_stencil + (f":k{ctx.cache}" if ctx.cache else "")
     if mode.entry_stencil:
         pieces = [optimize.Piece(entry, {})] + pieces
+    by_name = _shapes_of(st)
+    shapes = [by_name[p.stencil] for p in pieces]
     offsets, pos = [], 0
-    for p in pieces:
+    for sh in shapes:
         offsets.append(pos)
-        pos += len(st[p.stencil].code)
+        pos += sh.size
     body = pos
     offsets.append(body)    # a label after the last piece: a stretch whose work folded away
     first = (1 if ctx.tallies is not None else 0) + (1 if mode.entry_stencil else 0)
@@ -309,11 +372,11 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None,
     retakes: dict[Exit, bool] = {}
     if not trace.closed:
         exits[Exit(trace.end_pc, None, kept=lowered.end_kept)] = 0
-    for p in pieces:
-        t, values = p.op, p.values
-        if t is None:
+    for p, sh in zip(pieces, shapes):
+        t = p.op
+        if t is None or not sh.leaves:
             continue
-        kinds = {h.kind for h in st[p.stencil].holes}
+        values, kinds = p.values, sh.kinds
         if "loop" in kinds:
             target = t.loop_pc if t.loop_pc is not None else trace.start
             if target not in at_pc or p.d:
@@ -330,83 +393,192 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None,
             else:
                 values["branch"] = ("exit", exits.setdefault(
                     Exit(t.exit_pc, None, head=p.d, kept=p.kept), len(exits)))
-    slot = slot_size(st, ctx.count, ctx.tallies is not None, ctx.opt > 0, cache=ctx.cache,
-                     hot=ctx.heat is not None, order=mode.trace_order)
-    total = body + slot * len(exits)
-    if size_only:
-        return Compiled(bytes(total), body, slot, list(exits), [])
-    out = bytearray(total)
+    flags = (ctx.count, ctx.tallies is not None, ctx.opt > 0, ctx.cache, ctx.heat is not None,
+             mode.trace_order)
+    slot = by_name.slot_sizes.get(flags)
+    if slot is None:
+        slot = by_name.slot_sizes[flags] = slot_size(st, *flags)
+    layout = _Layout(ctx, st, pieces, shapes, offsets, exits,
+                     [retakes.get(ex, False) for ex in exits], lowered, block_ops,
+                     len(st[entry].code) if mode.entry_stencil else 0)
+    return Compiled(bytes(body + slot * len(exits)), body, slot, list(exits), [],
+                    layout=layout)
 
-    def patch(stencil, at: int, values: dict, name: str) -> None:
-        out[at:at + len(stencil.code)] = stencil.code
-        for h in stencil.holes:
-            if h.kind not in values:
-                raise CompileError(f"stencil {stencil.name}: hole {h.kind} at +{h.offset} "
-                                   f"left unpatched ({name})")
-            v = values[h.kind]
-            field_at = at + h.offset
-            if h.kind in ("deopt", "branch", "loop"):
-                where, n = v
-                v = (n if where == "at" else body + slot * n) - (field_at + 4)
-            elif h.kind == "continue":         # the next stencil, laid right after this one
-                v = at + len(stencil.code) - (field_at + 4)
-            elif h.kind == "link":          # reach checked by _reaches before linking
-                v = 0 if base is None else v - (base + field_at + 4)
-            elif h.kind == "handler":
-                v = 0 if base is None else v - (base + field_at + 4)
-                if not -(1 << 31) <= v < (1 << 31):
-                    raise CompileError("the trace is mapped more than 2 GiB from the "
-                                       "interpreter: jit-direct-handler cannot jump there")
-            fmt = "<q" if h.width == 8 else "<i"
-            if h.width == 8:
-                v = isa.wrap64(v)
-            elif not -(1 << 31) <= v < (1 << 31):
-                raise CompileError(f"stencil {stencil.name}: value {v} does not fit hole "
-                                   f"{h.kind} ({name})")
-            struct.pack_into(fmt, out, field_at, v)
 
-    symbols = []
-    for p, at in zip(pieces, offsets):
-        t = p.op
-        patch(st[p.stencil], at, p.values, p.stencil if t is None else f"{t.name}@pc{t.pc}")
-        if t is not None:
-            symbols.append((at, len(st[p.stencil].code), f"{p.stencil}@pc{t.pc}"))
+@dataclass(frozen=True)
+class _Shape:
+    """What patching needs of one stencil, worked out once per stencil."""
+    code: bytes
+    size: int
+    holes: tuple        # (offset, kind, how, 64 bits?) per hole
+    kinds: frozenset    # its holes' kinds
+    leaves: bool        # it can leave the trace, or jump in it (deopt, branch, loop)
+    plain: tuple        # (offset, kind) per hole when every hole takes its value as it is
+                        # in 32 bits (most pieces of a body), else ()
+
+
+# how a hole's value is made (_fill)
+_PLAIN, _JUMP, _CONTINUE, _FROM_BASE = range(4)
+_HOW = {"deopt": _JUMP, "branch": _JUMP, "loop": _JUMP, "continue": _CONTINUE,
+        "link": _FROM_BASE, "handler": _FROM_BASE}
+_SHAPES: dict = {}      # id(stencil) -> (the stencil, kept so its id is not reused; its _Shape)
+
+
+def _shape(stencil) -> _Shape:
+    hit = _SHAPES.get(id(stencil))
+    if hit is None or hit[0] is not stencil:
+        kinds = frozenset(h.kind for h in stencil.holes)
+        holes = tuple((h.offset, h.kind, _HOW.get(h.kind, _PLAIN), h.width == 8)
+                      for h in stencil.holes)
+        plain = tuple((off, kind) for off, kind, how, wide in holes) \
+            if all(how == _PLAIN and not wide for _, _, how, wide in holes) else ()
+        hit = _SHAPES[id(stencil)] = (stencil, _Shape(stencil.code, len(stencil.code), holes,
+                                                      kinds, bool(_LEAVES & kinds), plain))
+    return hit[1]
+
+
+class _Shapes(dict):
+    """name -> _Shape for one dict of stencils, filled as names are asked
+    for; slot_sizes: its slot_size by flags.  Kept for the last dict (the
+    shared one stencils.load returns, trace after trace), so a trace's
+    compile looks a name up here rather than in that dict and in _SHAPES."""
+
+    def __init__(self, st: dict):
+        super().__init__()
+        self.st, self.slot_sizes = st, {}
+
+    def __missing__(self, name: str) -> _Shape:
+        shape = self[name] = _shape(self.st[name])
+        return shape
+
+
+_LAST_SHAPES: list = [_Shapes({})]
+
+
+def _shapes_of(st: dict) -> _Shapes:
+    if _LAST_SHAPES[0].st is not st:
+        _LAST_SHAPES[0] = _Shapes(st)
+    return _LAST_SHAPES[0]
+
+
+_PACK32 = struct.Struct("<i").pack_into
+_PACK64 = struct.Struct("<Q").pack_into
+_MASK64 = (1 << 64) - 1
+
+
+def _fill(out: bytearray, stencil, shape: _Shape, at: int, values: dict, where,
+          body: int, slot: int, base: int | None) -> None:
+    """Fills the holes of one stencil copied to `at` from `values`; `where`
+    names it in an error (a piece, or a string)."""
+    for offset, kind, how, wide in shape.holes:
+        if kind not in values:
+            raise CompileError(f"stencil {stencil.name}: hole {kind} at +{offset} "
+                               f"left unpatched ({_where(where)})")
+        v = values[kind]
+        field_at = at + offset
+        if how == _JUMP:
+            where_, n = v
+            v = (n if where_ == "at" else body + slot * n) - (field_at + 4)
+        elif how == _CONTINUE:          # the next stencil, laid right after this one
+            v = at + shape.size - (field_at + 4)
+        elif how == _FROM_BASE:         # link: reach checked by _reaches before linking
+            v = 0 if base is None else v - (base + field_at + 4)
+            if kind == "handler" and not -(1 << 31) <= v < (1 << 31):
+                raise CompileError("the trace is mapped more than 2 GiB from the "
+                                   "interpreter: jit-direct-handler cannot jump there")
+        if wide:                        # any int, wrapped to 64 bits (isa.wrap64's bytes)
+            _PACK64(out, field_at, v & _MASK64)
+        elif -(1 << 31) <= v < (1 << 31):
+            _PACK32(out, field_at, v)
+        else:
+            raise CompileError(f"stencil {stencil.name}: value {v} does not fit hole "
+                               f"{kind} ({_where(where)})")
+
+
+def _where(where) -> str:
+    """A piece's name in an error: its instruction and pc (or its stencil)."""
+    if isinstance(where, str):
+        return where
+    t = where.op
+    return where.stencil if t is None else f"{t.name}@pc{t.pc}"
+
+
+def place(compiled: Compiled, base: int | None, symbols: bool = True) -> Compiled:
+    """The laid-out trace `compiled` (compile_trace's, size_only) patched to
+    run at address `base`: its code, and which exits link to traces;
+    symbols: name its pieces and slots (the perf map's), else none."""
+    lay = compiled.layout
+    ctx, st, body, slot = lay.ctx, lay.st, compiled.body_size, compiled.slot_size
+    # the body's stencils in one copy, then their holes; the slots after it
+    out = bytearray(b"".join([sh.code for sh in lay.shapes]))
+    out += bytes(len(compiled.code) - body)
+    names = []
+    for p, sh, at in zip(lay.pieces, lay.shapes, lay.offsets):
+        if sh.plain:
+            values = p.values
+            try:
+                for offset, kind in sh.plain:
+                    _PACK32(out, at + offset, values[kind])
+            except (KeyError, struct.error):     # _fill raises it in words
+                _fill(out, st[p.stencil], sh, at, values, p, body, slot, base)
+        elif sh.holes:
+            _fill(out, st[p.stencil], sh, at, p.values, p, body, slot, base)
+        if symbols and p.op is not None:
+            names.append((at, sh.size, f"{p.stencil}@pc{p.op.pc}"))
+    exits = lay.exits
     patch_at, linked_to = [0] * len(exits), [False] * len(exits)
     for ex, idx in exits.items():
-        at = body + slot * idx
-        out[at:at + slot] = bytes([INT3]) * slot
-        values = {"resume_ip": ctx.code_addr + 8 * ex.pc, "cell": ex.head,
-                  "heat": (ctx.heat or 0) + 8 * idx, "rec_table": ctx.rec_table}
         # a link's jmp goes after the head's catch-up and the reloads
-        patch_at[idx] = at + sum(len(st[p].code) for p in
-                                 (["opt:head"] if ex.head else []) + _reloads(ctx, ex))
-        link = None if ex.deopt else ctx.traces_at.get(ex.pc)
-        if link is not None and base is not None and not _reaches(base + at, link, slot):
-            link = None     # (a sanitizer's allocator can map traces far apart) it crosses
-        if link is not None:
-            linked_to[idx] = True
-            for part in _exit_parts(ctx, ex, linked=True):
-                patch(st[part], at, {**values, "link": link}, f"exit to pc {ex.pc}")
-                at += len(st[part].code)
-            symbols.append((body + slot * idx, slot, f"link->pc{ex.pc}"))
-            continue
-        if ctx.count and ex.uncount is not None:
-            values["count"] = 8 * ex.uncount
-        if ctx.tallies is not None:
-            values["tally"] = ctx.tallies + 8 * (1 + idx)
-        far = False
-        if _to_handler(ctx, ex):
-            values["handler"] = values["handler_abs"] = ctx.handler_addrs[ctx.code[ex.pc][0]]
-            # the jmp's rel32 ends 4 bytes into the slot's last part at the latest
-            far = base is not None and not -(1 << 31) < values["handler"] - (base + at) < (1 << 31) - 4096
-        for part in _exit_parts(ctx, ex, far):
-            v = dict(values)
-            if part == "count":
-                v["count"] = 8 * ctx.code[ex.pc][0]
-            patch(st[part], at, v, f"exit to pc {ex.pc}")
-            at += len(st[part].code)
-        symbols.append((body + slot * idx, slot, f"exit->pc{ex.pc}"))
-    return Compiled(bytes(out), body, slot, list(exits), symbols, patch_at, linked_to,
-                    lowered.folded, len(st["tally"].code) if ctx.tallies is not None else 0,
-                    block_ops, [retakes.get(ex, False) for ex in exits],
-                    len(st[entry].code) if mode.entry_stencil else 0)
+        patch_at[idx] = body + slot * idx + sum(
+            len(st[p].code) for p in (["opt:head"] if ex.head else []) + _reloads(ctx, ex))
+        linked_to[idx] = _fill_slot(out, lay, ex, idx, body, slot, base)
+        if symbols:
+            names.append((body + slot * idx, slot,
+                          f"{'link' if linked_to[idx] else 'exit'}->pc{ex.pc}"))
+    return Compiled(bytes(out), body, slot, list(exits), names, patch_at, linked_to,
+                    lay.lowered.folded, len(st["tally"].code) if ctx.tallies is not None else 0,
+                    lay.block_ops, list(lay.retakes), lay.entry_stub, layout=lay)
+
+
+def _fill_slot(out: bytearray, lay: _Layout, ex: Exit, idx: int, body: int, slot: int,
+               base: int | None) -> bool:
+    """Writes exit slot `idx`: a jump into the trace at ex.pc when there is
+    one in reach (returns True), else the crossing to the interpreter."""
+    ctx = lay.ctx
+    at = body + slot * idx
+    out[at:at + slot] = bytes([INT3]) * slot
+    values = {"resume_ip": ctx.code_addr + 8 * ex.pc, "cell": ex.head,
+              "heat": (ctx.heat or 0) + 8 * idx, "rec_table": ctx.rec_table}
+    link = None if ex.deopt else ctx.traces_at.get(ex.pc)
+    if link is not None and base is not None and not _reaches(base + at, link, slot):
+        link = None     # (a sanitizer's allocator can map traces far apart) it crosses
+    name = f"exit to pc {ex.pc}"
+    if link is not None:
+        values["link"] = link
+        for part in _exit_parts(ctx, ex, linked=True):
+            at = _patch_part(out, lay, part, at, values, name, body, slot, base)
+        return True
+    if ctx.count and ex.uncount is not None:
+        values["count"] = 8 * ex.uncount
+    if ctx.tallies is not None:
+        values["tally"] = ctx.tallies + 8 * (1 + idx)
+    far = False
+    if _to_handler(ctx, ex):
+        values["handler"] = values["handler_abs"] = ctx.handler_addrs[ctx.code[ex.pc][0]]
+        # the jmp's rel32 ends 4 bytes into the slot's last part at the latest
+        far = base is not None and not -(1 << 31) < values["handler"] - (base + at) < (1 << 31) - 4096
+    for part in _exit_parts(ctx, ex, far):
+        v = values
+        if part == "count":
+            v = {**values, "count": 8 * ctx.code[ex.pc][0]}
+        at = _patch_part(out, lay, part, at, v, name, body, slot, base)
+    return False
+
+
+def _patch_part(out, lay: _Layout, part: str, at: int, values: dict, name: str, body: int,
+                slot: int, base: int | None) -> int:
+    """One part of an exit slot at `at`; returns where the next part goes."""
+    shape = _shapes_of(lay.st)[part]
+    out[at:at + shape.size] = shape.code
+    _fill(out, lay.st[part], shape, at, values, name, body, slot, base)
+    return at + shape.size

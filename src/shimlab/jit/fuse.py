@@ -31,6 +31,9 @@ _FOLD = {"ADD": lambda a, b: a + b, "SUB": lambda a, b: a - b, "MUL": lambda a, 
 _FAILS = {"FLOORDIV": lambda b: b == 0, "MOD": lambda b: b == 0,
           "LSHIFT": lambda b: b < 0, "RSHIFT": lambda b: b < 0}
 TRANSPARENT = {"NOP", "JUMP"}          # their stencils emit nothing
+# the instructions take() can lower (for any other it takes none)
+TAKES = frozenset(TRANSPARENT | {"LOAD_LOCAL", "LOAD_INT", "POP", "STORE_LOCAL"} | set(_FOLD)
+                  | ARITH | set(BY_IMM) | set(COMPARE))
 
 
 def magic(d: int) -> tuple[int, int]:

@@ -35,33 +35,36 @@ class CodeMemory:
         self.mappings: list[tuple[int, int]] = []      # (address, size) of each trace's code
         self._fds: dict[int, int] = {}                  # address -> its memfd (dual), or -1
         self.bytes = 0
+        # sl_jit_map's out-parameters, made once (read right after each call)
+        self._out = (ffi.new("void **"), ffi.new("void **"), ffi.new("int *"))
 
     def place(self, size: int, fill) -> int:
         """Maps size bytes, writes fill(address) there, seals; returns the address."""
         offset = self.rng.randrange(PAGE // 64) * 64
         size = -(-(size + offset) // PAGE) * PAGE
         for attempt in ("as configured", "dual"):
-            rw, rx, fd = self.ffi.new("void **"), self.ffi.new("void **"), self.ffi.new("int *")
+            out_rw, out_rx, out_fd = self._out
             self.hint -= size
             err = self.lib.sl_jit_map(size, self.ffi.cast("void *", self.hint), int(self.dual),
-                                      rw, rx, fd)
+                                      out_rw, out_rx, out_fd)
             if err:
                 raise MemoryError_(f"cannot map JIT memory: {os.strerror(err)}")
-            rx_addr = int(self.ffi.cast("uintptr_t", rx[0]))
+            rw, rx, fd = out_rw[0], out_rx[0], out_fd[0]
+            rx_addr = int(self.ffi.cast("uintptr_t", rx))
             code = fill(rx_addr + offset)
             # int3 around the code, the code at its offset
-            self.ffi.memmove(rw[0], b"\xCC" * offset + code + b"\xCC" * (size - offset - len(code)),
+            self.ffi.memmove(rw, b"\xCC" * offset + code + b"\xCC" * (size - offset - len(code)),
                              size)
-            err = self.lib.sl_jit_seal(rw[0], rx[0], size)
+            err = self.lib.sl_jit_seal(rw, rx, size)
             if not err:
                 self.mappings.append((rx_addr, size))
-                if fd[0] >= 0 and sum(1 for f in self._fds.values() if f >= 0) >= MAX_FDS:
-                    os.close(fd[0])    # past this many, dual-mapped traces stay unpatched
-                    fd[0] = UNPATCHABLE
-                self._fds[rx_addr] = fd[0]
+                if fd >= 0 and sum(1 for f in self._fds.values() if f >= 0) >= MAX_FDS:
+                    os.close(fd)       # past this many, dual-mapped traces stay unpatched
+                    fd = UNPATCHABLE
+                self._fds[rx_addr] = fd
                 self.bytes += size
                 return rx_addr + offset
-            self.lib.sl_jit_unmap(rx[0], size, fd[0])
+            self.lib.sl_jit_unmap(rx, size, fd)
             if self.dual or err not in (errno.EACCES, errno.EPERM):
                 raise MemoryError_(f"cannot make JIT memory executable: {os.strerror(err)}")
             self.dual = True           # MDWE: fill a writable view, run an executable one

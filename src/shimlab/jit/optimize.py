@@ -22,16 +22,16 @@ still finds them there leaves without a reload (`Piece.kept`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from .. import isa
 from .defaults import LEVELS     # there, so the CLI shows them without loading the JIT
-from .fuse import VirtualStack
+from .fuse import TAKES, VirtualStack
 from .reglocals import keep_locals
 from .trace import Trace, TraceOp
 
 
-@dataclass
+@dataclass(slots=True)         # made two or three times per instruction: kept small
 class Piece:
     stencil: str
     values: dict
@@ -93,7 +93,7 @@ def lower(trace: Trace, consts: list[int], level: int, count: bool,
         for t in ops:
             out.labels.setdefault(t.pc, len(out.pieces))
             out.starts.append(len(out.pieces))
-            _count(out, t, count)
+            _count(out, count, t)
             out.pieces.append(Piece(t.stencil, operand_values(t, consts), t))
         return out
     head = _VirtualHead(trace, ops, consts, count, out, fuse_stack=level >= 2, cache=cache)
@@ -104,7 +104,7 @@ def lower(trace: Trace, consts: list[int], level: int, count: bool,
                      keep_start=False).run()
     # (the locals' registers are cached values' too, from K = 3 or 4 on: a
     # trace that keeps cached values keeps no locals)
-    if level >= 3 and registers and cache is None and not any(overridden(t) for t in ops):
+    if level >= 3 and registers and cache is None and not any(_overridden(t.stencil) for t in ops):
         keep_locals(trace, out, Piece)
     return out
 
@@ -112,18 +112,15 @@ def lower(trace: Trace, consts: list[int], level: int, count: bool,
 _PLAIN_VARIANTS = ("", "taken", "fallthrough", "close", "inner")
 
 
-def overridden(t: TraceOp) -> bool:
-    """A prototype stencil stands in for t (--stencil): the optimizer leaves it
-    as it is, with the VM state it was written for."""
-    return _overridden(t.stencil)
-
-
 @lru_cache(maxsize=None)
 def _overridden(stencil: str) -> bool:
+    """A prototype stencil (--stencil) is an instruction's `stencil`: the
+    optimizer leaves it as it is, with the VM state it was written for.
+    (By the stencil's name, cached: asked several times per instruction.)"""
     return stencil.partition(":")[2] not in _PLAIN_VARIANTS
 
 
-def _count(out: Lowered, t: TraceOp, count: bool, d: int = 0) -> None:
+def _count(out: Lowered, count: bool, t: TraceOp, d: int = 0) -> None:
     if count:
         out.add(Piece("count", {"count": 8 * t.op}, None, d))
 
@@ -158,7 +155,7 @@ class _VirtualHead:
         self.trace, self.ops, self.consts, self.count, self.out = trace, ops, consts, count, out
         self.stack, self.fuse, self.cache = None, fuse_stack, cache
         if fuse_stack or cache:
-            self.stack = VirtualStack(out, Piece, lambda t, d: _count(out, t, count, d))
+            self.stack = VirtualStack(out, Piece, partial(_count, out, count))
         pcs = {t.pc for t in ops}
         jumped = {t.loop_pc for t in ops if t.loop_pc is not None}
         jumped |= {t.exit_pc for t in ops if t.exit_pc in pcs}
@@ -203,10 +200,10 @@ class _VirtualHead:
         """The head register must be the interpreter's before t runs: t is a
         jump target, jumps to one, moves the head itself or does I/O.  A fused
         move-and-test materializes after its move instead (_after_move)."""
-        if t.name in _MOVE_BRANCHES and not overridden(t):
+        if t.name in _MOVE_BRANCHES and not _overridden(t.stencil):
             return t.pc in self.label_pcs
         return (t.pc in self.label_pcs or t.loop_pc is not None or t.stencil.endswith(":close")
-                or overridden(t)
+                or _overridden(t.stencil)
                 or (t.name in _CELL_BRANCHES and t.exit_pc in self.label_pcs)
                 or t.name in ("SCAN", "CELL_IN", "CELL_OUT"))
 
@@ -214,17 +211,20 @@ class _VirtualHead:
         """t is a fused move-and-test that needs the head the interpreter's
         after its move: its move ends a stretch (whose check covers it), and
         its test is the plain instruction's stencil."""
-        return (t.name in _MOVE_BRANCHES and not overridden(t)
+        return (t.name in _MOVE_BRANCHES and not _overridden(t.stencil)
                 and (t.loop_pc is not None or t.stencil.endswith(":close")
                      or t.exit_pc in self.label_pcs))
 
     def run(self) -> None:
-        i, ops = 0, self.ops
-        while i < len(ops):
-            # a stretch: from a materialization point to the next
+        ops = self.ops
+        # a stretch: from a materialization point to the next (each op's
+        # flags worked out once: they depend only on it and the labels)
+        starts = [self._materializes(t) for t in ops]
+        ends = [t.name == "SCAN" or self._after_move(t) for t in ops]
+        i, n = 0, len(ops)
+        while i < n:
             j = i + 1
-            while (j < len(ops) and not self._materializes(ops[j]) and ops[j - 1].name != "SCAN"
-                   and not self._after_move(ops[j - 1])):
+            while j < n and not starts[j] and not ends[j - 1]:
                 j += 1
             self.stretch(ops[i:j])
             i = j
@@ -250,53 +250,56 @@ class _VirtualHead:
         self.materialize()
         out = self.out
         out.labels.setdefault(ops[0].pc, len(out.pieces))
-        lo, hi, d = None, None, 0
+        cells, d, checked = [], 0, 0
         for t in ops:
-            cells = []
-            if t.name == "MOVE":
+            name = t.name
+            if name not in _CHECKED:
+                continue
+            checked += 1
+            if name == "MOVE":
                 d += t.arg
                 cells.append(d)
-            elif t.name in _MOVE_BRANCHES:
+            elif name in _MOVE_BRANCHES:
                 d += t.arg >> 8
                 cells.append(d)
-            elif t.name == "CELL_ADD2_AT":
+            elif name == "CELL_ADD2_AT":
                 off_a, _, off_b, _ = isa.unpack_add2(t.arg)
                 cells += [d + off_a, d + off_b]
-            elif t.name in ("CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD"):
+            else:                    # CELL_ADD_AT, CELL_SET_AT, CELL_MULADD
                 cells.append(d + (t.arg >> 8))
-            for c in cells:
-                lo = c if lo is None else min(lo, c)
-                hi = c if hi is None else max(hi, c)
-        if lo is not None:
+        if cells:
             if not self.cache:       # (with one, _before settles the stack)
                 self.flush_stack()   # its deopt resumes with the interpreter's stack
             # (a cached value in rcx: the check that saves it)
             check = "opt:check:rcx" if self.cache and ("c", "rcx") in self.stack.entries \
                 else "opt:check"
-            out.add(Piece(check, {"cell": lo, "cell2": hi}, ops[0], 0, counted=False))
-            out.note("bounds checks hoisted", sum(1 for t in ops if t.name in _CHECKED) - 1)
+            out.add(Piece(check, {"cell": min(cells), "cell2": max(cells)}, ops[0], 0,
+                          counted=False))
+            out.note("bounds checks hoisted", checked - 1)
+        stack, fuse, cache, starts = self.stack, self.fuse, self.cache, out.starts
         k = 0
         while k < len(ops):
-            at = len(out.pieces)
             t = ops[k]
-            if self.fuse and not overridden(t):
-                taken = self.stack.take(ops, k, self.d)
+            plain = not _overridden(t.stencil)
+            if fuse and plain and t.name in TAKES:
+                at = len(out.pieces)
+                taken = stack.take(ops, k, self.d)
                 if taken:
-                    out.starts += [at] * taken
+                    starts += [at] * taken
                     k += taken
                     continue
-            if self.stack is not None and (not self.cache or overridden(t) or
-                                           t.name not in _OFF_STACK):
-                self.flush_stack()
-            out.starts.append(len(out.pieces))
-            self.one(ops[k])
+            if stack is not None and (not cache or not plain or t.name not in _OFF_STACK):
+                stack.flush(self.d)
+            starts.append(len(out.pieces))
+            self.one(t, plain)
             k += 1
 
-    def one(self, t: TraceOp) -> None:
+    def one(self, t: TraceOp, plain: bool) -> None:
+        """Lowers t (plain: no prototype stands in for it) at the virtual head."""
         out, d = self.out, self.d
-        _count(out, t, self.count, d)
+        _count(out, self.count, t, d)
         name, arg = t.name, t.arg
-        if overridden(t):
+        if not plain:
             out.add(Piece(t.stencil, operand_values(t, self.consts), t, d))
         elif name == "MOVE":
             self.d += arg

@@ -160,10 +160,15 @@ class Jit:
         vm.rec_buf, vm.rec_cap = self.rec, cap
         vm.pin_code = 1
         self.handlers = handler_addresses(loaded.build)
+        self.code = list(loaded.program.code)
         # loaded (or built) now, so a trace's compile time is its own
         stencil_store.load(self.state, source, loaded.build.compiler.name)
         if spec.trace_order:
             stencil_store.load(self.trace_state)
+        # and what compiling needs of them (each one's holes, the exit slots' size)
+        ctx = self._context(0)
+        ctx.tallies, ctx.heat = (0 if stats else None), (0 if self.link else None)
+        jit_compile.prepare(ctx)
         self.table = None
         self.slots_used = 0
         self.entry_copies: list = []
@@ -183,7 +188,6 @@ class Jit:
         self.stats = JitStats()
         self.retries: dict[int, int] = {}
         self.error: BaseException | None = None
-        self.code = list(loaded.program.code)
         self._t0: int | None = None       # when the recording being compiled was handed over
 
     # -- the run stopped with SL_JIT_RECORDED ----------------------------------------
@@ -317,11 +321,7 @@ class Jit:
                          for t in trace.ops]
         info = TraceInfo(len(self.stats.traces), trace.start, len(trace.ops), 0, trace.closed,
                          trace.why_end, [], side=side)
-        ctx = jit_compile.Context(self.mode, code_base, self.loaded.program.consts, self.code,
-                                  self.handlers, count=self.loaded.build.count,
-                                  state=self.state, source=self.source,
-                                  cc=self.loaded.build.compiler.name, opt=self.opt,
-                                  cache=self.loaded.build.cache)
+        ctx = self._context(code_base)
         # an upper bound on exits: a deopt and a branch per instruction, and
         # a bounds check's deopt per stretch
         nexits = 2 + 3 * len(trace.ops)
@@ -338,7 +338,8 @@ class Jit:
         t_opt = time.thread_time_ns()
         jit_compile.lower(trace, ctx)           # the optimizer (compile_trace reuses its pieces)
         optimize_ns = time.thread_time_ns() - t_opt
-        compiled = jit_compile.compile_trace(trace, ctx, None, size_only=True)   # to learn the size
+        # laid out once: its size decides where it goes, then it is patched there
+        compiled = jit_compile.compile_trace(trace, ctx, None, size_only=True)
         if len(compiled.code) > self.max_trace_bytes:
             self.stats.declined.append((trace.start, f"{len(compiled.code)} bytes of code, "
                                         f"more than the {self.max_trace_bytes} allowed"))
@@ -350,7 +351,7 @@ class Jit:
 
         def fill(address: int) -> bytes:
             nonlocal compiled
-            compiled = jit_compile.compile_trace(trace, ctx, address)
+            compiled = jit_compile.place(compiled, address, symbols=self.perf_map)
             return compiled.code
         address = self.memory.place(len(compiled.code), fill)
         info.address, info.size = address, len(compiled.code)
@@ -395,6 +396,14 @@ class Jit:
                               if self.entry_copies else f.cast("void *", address))
             self.slots_used += 1
         f.cast("sl_instr *", self.loaded.vm.code)[trace.start].op = op
+
+    def _context(self, code_base: int) -> jit_compile.Context:
+        """What compiling a trace of this program needs (its arrays aside)."""
+        build = self.loaded.build
+        return jit_compile.Context(self.mode, code_base, self.loaded.program.consts, self.code,
+                                   self.handlers, count=build.count, state=self.state,
+                                   source=self.source, cc=build.compiler.name, opt=self.opt,
+                                   cache=build.cache)
 
     def _write_perf_map(self, info: TraceInfo, compiled) -> None:
         name = self.loaded.program.name

@@ -41,9 +41,11 @@ def load(state: dict | None = None, source: str = "peachpy", cc: str | None = No
     standard stencils, the prototypes that built (problems() has the others)
     and those registered at run time.  With source "clang" the instruction
     stencils are compiled from C by `cc` (jit/cstencils.py) and the exits
-    and counters stay PeachPy's."""
+    and counters stay PeachPy's.  The peachpy dict is shared (one merge while
+    nothing in it changes: every trace's compile asks for it): copy it
+    before changing it."""
     items = _items(state)
-    peachpy = {**_load(items), **_prototypes(items).stencils, **_extra}
+    peachpy = _merged(items)
     if source == "peachpy":
         return peachpy
     if source != "clang":
@@ -57,6 +59,20 @@ def _items(state: dict | None) -> tuple:
 
 # Stencils registered at run time, by name (see register).
 _extra: dict = {}
+# state items -> (the standard and prototype dicts, the registered ones, their merge)
+_MERGED: dict = {}
+
+
+def _merged(items: tuple) -> dict:
+    """The standard stencils, the prototypes and the registered ones in one
+    dict, merged again only when one of them changed (a merge touches all
+    ~600 names, in the cold caches a trace's compile runs in)."""
+    parts = (_load(items), _prototypes(items).stencils)
+    extra = tuple(_extra.items())
+    hit = _MERGED.get(items)
+    if hit is None or hit[0][0] is not parts[0] or hit[0][1] is not parts[1] or hit[1] != extra:
+        hit = _MERGED[items] = (parts, extra, {**parts[0], **parts[1], **_extra})
+    return hit[2]
 
 
 @lru_cache(maxsize=None)
@@ -170,6 +186,7 @@ def _prototypes(items: tuple) -> Prototypes:
 def _clear() -> None:
     _load.cache_clear()
     _prototypes.cache_clear()
+    _MERGED.clear()
 
 
 load.cache_clear = _clear     # forget loaded artifacts and prototypes (tests, an edited module)

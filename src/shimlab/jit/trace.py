@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
-from functools import cached_property
 
 from .. import isa
 from ..isa import Flow
@@ -29,10 +28,18 @@ class TraceOp:
     stencil: str
     exit_pc: int | None = None     # where its guard leaves to (branch), if it has one
     loop_pc: int | None = None     # an inner loop's back-edge: its header, in this trace
+    # the instruction's name, set once here: the optimizer asks for it often
+    # (a cached_property's first use takes a lock, per instruction)
+    name: str = field(init=False, repr=False, compare=False)
 
-    @cached_property
-    def name(self) -> str:
-        return isa.INSTRUCTIONS[self.op].name
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", _NAMES[self.op])
+
+
+_NAMES = tuple(ins.name for ins in isa.INSTRUCTIONS)
+# opcodes that neither branch nor go back: a trace takes them as they are
+_STRAIGHT = frozenset(op for op, ins in enumerate(isa.INSTRUCTIONS)
+                      if ins.flow not in (Flow.BRANCH, Flow.BACKEDGE, Flow.BACKEDGE_BRANCH))
 
 
 @dataclass
@@ -72,15 +79,19 @@ def from_recording(code: list[tuple[int, int]], rec: list[int], stop_pc: int,
     trace = Trace(start)
     seen: set[int] = set()
     memo: dict = {}                  # _past_loop's copy of the recording as bytes
-    i = 0
-    while i < len(rec):
-        if max_ops is not None and len(trace.ops) > max_ops:
+    i, n, ops = 0, len(rec), trace.ops
+    while i < n:
+        if max_ops is not None and len(ops) > max_ops:
             raise Decline(f"longer than {max_ops} instructions")
         pc = rec[i]
-        nxt = rec[i + 1] if i + 1 < len(rec) else stop_pc
         op, arg = code[pc]
-        ins = isa.INSTRUCTIONS[op]
         seen.add(pc)
+        if op in _STRAIGHT:          # most instructions: no jump to follow
+            ops.append(TraceOp(pc, op, arg, _NAMES[op]))
+            i += 1
+            continue
+        nxt = rec[i + 1] if i + 1 < n else stop_pc
+        ins = isa.INSTRUCTIONS[op]
         disp = isa.jump_disp(ins, arg)
         if ins.flow in (Flow.BACKEDGE, Flow.BACKEDGE_BRANCH):
             target = pc + disp
@@ -113,13 +124,9 @@ def from_recording(code: list[tuple[int, int]], rec: list[int], stop_pc: int,
             if i == 0:
                 raise Decline("the path left the loop at once", retry=True)
             return _ends(trace, pc, "a back-edge to another loop", retry=True)
-        if ins.flow is Flow.BRANCH:
-            taken = nxt == pc + disp
-            trace.ops.append(TraceOp(pc, op, arg,
-                                     f"{ins.name}:{'taken' if taken else 'fallthrough'}",
-                                     pc + 1 if taken else pc + disp))
-        else:
-            trace.ops.append(TraceOp(pc, op, arg, ins.name))
+        taken = nxt == pc + disp     # a forward branch (the rest are _STRAIGHT)
+        ops.append(TraceOp(pc, op, arg, f"{ins.name}:{'taken' if taken else 'fallthrough'}",
+                           pc + 1 if taken else pc + disp))
         i += 1
     if stop_op is not None and stop_op >= isa.NUM_OPCODES:
         why = f"runs into the trace at pc {stop_pc}"
@@ -158,11 +165,11 @@ def _past_loop(code, rec, i: int, first: int, last: int, memo: dict | None = Non
         memo = {}
     if "data" not in memo:
         memo["data"] = rec.tobytes() if isinstance(rec, array) else array("i", rec).tobytes()
-    end = first_of(rec, outside - set(range(first, last + 1)), i, memo["data"])
+    end = first_of(rec, outside - set(range(first, last + 1)), i, memo["data"], walk=0)
     return len(rec) if end is None else end
 
 
-_WALK = 256         # pcs of an inner loop walked before searching instead
+_WALK = 256         # pcs walked before searching instead (an inner loop's, a side exit's path)
 
 
 # flow -> (falls through, jumps): an instruction's possible successors
@@ -170,10 +177,20 @@ _SUCCESSORS = {Flow.NEXT: (True, False), Flow.JUMP: (False, True), Flow.BRANCH: 
                Flow.BACKEDGE: (False, True), Flow.BACKEDGE_BRANCH: (True, True)}
 
 
-def first_of(rec, pcs, i: int = 0, data: bytes | None = None) -> int | None:
-    """The first index from i on whose pc is one of `pcs` (None: none is),
-    by a C-level bytes search for each rather than a walk in Python (data:
-    rec as bytes, when the caller has them)."""
+def first_of(rec, pcs, i: int = 0, data: bytes | None = None,
+             walk: int = _WALK) -> int | None:
+    """The first index from i on whose pc is one of `pcs` (None: none is):
+    a walk over the first `walk` (where a side exit's path usually meets a
+    trace), then a C-level bytes search for each pc rather than a walk in
+    Python (data: rec as bytes, when the caller has them).  The search of
+    a pc that is not there reads the whole recording, up to 200,000 pcs."""
+    stop = min(len(rec), i + walk)
+    for k in range(i, stop):
+        if rec[k] in pcs:
+            return k
+    if stop == len(rec):
+        return None
+    i = stop
     if data is None:
         data = rec.tobytes() if isinstance(rec, array) else array("i", rec).tobytes()
     end = len(rec)
