@@ -28,12 +28,17 @@ typedef SL_PRESERVE_NONE const sl_instr *sl_trace_fn(SL_CONTRACT_ARGS(ip, sp, fp
 #define SL_SHIM_RETURNED() do { \
     sp = vm->sp; head = vm->head; \
     SL_CACHE_RELOAD(); \
-    /* a hot side exit asked to record a trace from where it resumes */ \
-    if (vm->rec_len < 0) { vm->rec_len = 0; table = (const void *)sl_rec_table; } \
-    /* an exit that resumes at an instruction the JIT replaced (a deopt at a \
-     * loop header) must run that instruction, not enter the trace again */ \
     int32_t op = ip->op; \
-    if (op >= SL_OP_ENTER_JIT) op = vm->jit_orig[ip - vm->code]; \
+    if (vm->rec_len < 0) { \
+        /* a hot side exit asked to record a trace from where it resumes: into \
+         * the recorder as any dispatch goes, counting ip->op (sl_rec maps an \
+         * ENTER_JIT back to its instruction and moves the count with it) */ \
+        vm->rec_len = 0; table = (const void *)sl_rec_table; \
+    } else if (op >= SL_OP_ENTER_JIT) { \
+        /* an exit that resumes at an instruction the JIT replaced (a deopt at \
+         * a loop header) must run that instruction, not enter the trace again */ \
+        op = vm->jit_orig[ip - vm->code]; \
+    } \
     SL_COUNT(op); \
     SL_MUSTTAIL return ((sl_handler *const *)table)[op](ip, sp, fp, head, vm, table SL_CACHE_ARGS); \
 } while (0)

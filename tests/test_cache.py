@@ -378,3 +378,19 @@ def _spills(text: str, k: int) -> None:
         at = f"[{sp} + {off:#x}]" if off >= 10 else (f"[{sp} + {off}]" if off else f"[{sp}]")
         assert f"mov qword ptr {at}, {reg}" in text, (k, reg, text)
     assert f"add {sp}, {8 * k:#x}" in text or f"add {sp}, {8 * k}" in text, text
+
+
+@pytest.mark.parametrize("mode", ["jit-shim", "jit-shim-args", "jit-direct"])
+@pytest.mark.parametrize("k", [0, 3])
+def test_exits_that_cannot_link_keep_counts_exact(mode, k, monkeypatch):
+    """Where no exit can be linked (under ASan traces can be mapped out of
+    rel32 reach of each other), hot side exits keep asking to record from
+    pcs that have traces: every such recording must count its first
+    instruction once, as any dispatch does (the shim's ENTER_JIT once
+    counted it twice)."""
+    from shimlab.jit import compile as jit_compile, runtime
+    monkeypatch.setattr(jit_compile, "_reaches", lambda *a: False)
+    monkeypatch.setattr(runtime.Jit, "_link", lambda *a: None)
+    path = EXAMPLES / "bf" / "squares.bf"
+    _same(run(mode, k, loader_program(path), _input_for(path), DEFAULT_LEVEL),
+          _expected(str(path)))
