@@ -6,6 +6,7 @@ doing what they claim (instructions replaced, exits linked, crossings saved).
 from __future__ import annotations
 
 import functools
+import re
 import subprocess
 import sys
 
@@ -356,6 +357,25 @@ def test_stats_give_the_mean_time_to_record_optimize_and_compile_a_trace():
     assert "per 100 instructions: record" in per100 and "in all" in per100, report
 
 
+def test_the_time_of_a_trace_of_100_instructions_is_read_off_a_line():
+    """phase_times fits time = fixed + per instruction * n over the traces
+    and reads it at 100: exact on traces that lie on a line, absent when
+    every trace has the same length."""
+    from types import SimpleNamespace
+    from shimlab.jit import runtime
+
+    def trace(n):      # 0.3 ms a trace + 15 us an instruction, in three phases
+        ns = 300_000 + 15_000 * n
+        return SimpleNamespace(ops=n, record_ns=ns // 5, optimize_ns=ns // 5,
+                               compile_ns=ns - 2 * (ns // 5))
+    p = runtime.phase_times([trace(n) for n in (1, 5, 20, 44)])
+    assert p["at 100"] == pytest.approx(1.8) and p["fixed"] == pytest.approx(0.3)
+    assert p["per instruction"] == pytest.approx(0.015)
+    assert "1.800 ms (0.300 ms a trace + 15.0 us an instruction)" in \
+        "\n".join(runtime.trace_times([trace(n) for n in (1, 5, 20, 44)]))
+    assert "at 100" not in runtime.phase_times([trace(7), trace(7)])
+
+
 def _recordings(path):
     """What the JIT was handed running `path` (jit-direct, the default level):
     each recording's from_recording arguments and the trace (or the
@@ -434,3 +454,12 @@ def test_first_of_finds_what_a_walk_finds():
         assert first_of(rec, pcs, i) == next((k for k in range(i, len(rec)) if rec[k] in pcs),
                                              None)
         assert first_of(list(rec), pcs, i) == first_of(rec, pcs, i)
+
+
+def test_the_timing_program_makes_one_trace_of_about_100_instructions():
+    """examples/timing/long_body.py is what the README times as a trace of
+    100 instructions: it stays one."""
+    from conftest import EXAMPLES
+    *_, report, _ = _stats((EXAMPLES / "timing" / "long_body.py").read_text(), "minipy", opt=3)
+    m = re.search(r"mean of 1 recorded trace\(s\) of (\d+) instructions", report)
+    assert m and 95 <= int(m.group(1)) <= 105, report

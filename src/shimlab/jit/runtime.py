@@ -492,7 +492,26 @@ def phase_times(traces) -> dict | None:
                  else getattr(t, f"{phase}_ns") for t in timed)
         out[phase] = ns / len(timed) / 1e6
         out[f"{phase} per 100"] = ns / max(ops, 1) * 100 / 1e6
+    out.update(_line_at_100(timed))
     return out
+
+
+def _line_at_100(timed) -> dict:
+    """What one trace of 100 instructions takes: the least-squares line of a
+    trace's whole time against its instructions, read at 100 (ms), with its
+    intercept (what every trace costs, however short) and slope (per
+    instruction, ms).  The per-100 ratio above charges short traces' fixed
+    cost to their few instructions; this does not.  Empty without two
+    traces of different lengths."""
+    xs = [t.ops for t in timed]
+    ys = [(t.record_ns + t.optimize_ns + t.compile_ns) / 1e6 for t in timed]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx == 0:
+        return {}
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    a = my - b * mx
+    return {"at 100": a + 100 * b, "fixed": a, "per instruction": b}
 
 
 def trace_times(traces) -> list[str]:
@@ -505,7 +524,10 @@ def trace_times(traces) -> list[str]:
             + ", ".join(f"{ph} {p[ph]:.3f}" for ph in PHASES) + f", in all {p['all']:.3f} ms",
             "      per 100 instructions: "
             + ", ".join(f"{ph} {p[ph + ' per 100']:.3f}" for ph in PHASES)
-            + f", in all {p['all per 100']:.3f} ms"]
+            + f", in all {p['all per 100']:.3f} ms"] + (
+            [f"      a trace of 100 instructions (least-squares line over the traces): "
+             f"{p['at 100']:.3f} ms ({p['fixed']:.3f} ms a trace + "
+             f"{p['per instruction'] * 1e3:.1f} us an instruction)"] if "at 100" in p else [])
 
 
 def _check_no_wx_mapping() -> None:
