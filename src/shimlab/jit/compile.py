@@ -528,9 +528,9 @@ def place(compiled: Compiled, base: int | None, symbols: bool = True) -> Compile
     exits = lay.exits
     patch_at, linked_to = [0] * len(exits), [False] * len(exits)
     for ex, idx in exits.items():
-        # a link's jmp goes after the head's catch-up and the reloads
+        # a link's jmp goes where a linked slot has it: after every part before opt:link
         patch_at[idx] = body + slot * idx + sum(
-            len(st[p].code) for p in (["opt:head"] if ex.head else []) + _reloads(ctx, ex))
+            len(st[p].code) for p in _exit_parts(ctx, ex, linked=True)[:-1])
         linked_to[idx] = _fill_slot(out, lay, ex, idx, body, slot, base)
         if symbols:
             names.append((body + slot * idx, slot,

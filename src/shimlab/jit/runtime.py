@@ -502,7 +502,8 @@ def _line_at_100(timed) -> dict:
     intercept (what every trace costs, however short) and slope (per
     instruction, ms).  The per-100 ratio above charges short traces' fixed
     cost to their few instructions; this does not.  Empty without two
-    traces of different lengths."""
+    traces of different lengths.  (Not bench.stats.slope: the JIT sits below
+    the benchmarks and a run's --stats should not import numpy.)"""
     xs = [t.ops for t in timed]
     ys = [(t.record_ns + t.optimize_ns + t.compile_ns) / 1e6 for t in timed]
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
