@@ -19,7 +19,7 @@ import traceback
 import types
 from pathlib import Path
 
-from shimlab import paths
+from shimlab import disasm, paths
 from shimlab.atomicfile import write_atomic
 from shimlab.abi import contract
 from shimlab.stencil import PLACEHOLDER, disassemble
@@ -182,12 +182,19 @@ def build_prototypes(path: Path, state: dict | None = None) -> dict:
         except Exception as e:
             errors[name] = f"{_where(path, e, line)}: stencil {name}: {_describe(e)}"
             continue
-        d = s.to_json()
-        d["disassembly"] = disassemble(s.code, s.holes)
+        d = _described(s)
         d["line"] = line
         stencils[name] = d
     return {"hash": prototype_hash(path, state), "module": str(path), "stencils": stencils,
             "errors": errors}
+
+
+def _described(s) -> dict:
+    """A stencil's JSON with what is read off its code once, at build time."""
+    d = s.to_json()
+    d["disassembly"] = disassemble(s.code, s.holes)
+    d["flags_in"] = disasm.reads_flags_first(s.code)
+    return d
 
 
 def build_all(state: dict | None = None) -> dict:
@@ -196,8 +203,7 @@ def build_all(state: dict | None = None) -> dict:
     stencils = {}
     for name, (fn, doc) in registry.items():
         s = asm.assemble(name, fn, doc, regs)
-        d = s.to_json()
-        d["disassembly"] = disassemble(s.code, s.holes)
+        d = _described(s)
         stencils[name] = d
     return {"generated_by": "jitstubs.build -- do not edit", "hash": input_hash(state),
             "contract": dict(state or contract.STATE),

@@ -31,7 +31,10 @@ def main(argv=None) -> int:
     from conftest import interpreter_configs
     configs = interpreter_configs()
     print(f"fuzz: {', '.join(kinds)} on {len(configs)} interpreters "
-          f"({', '.join(f'{m}/{c}' for m, c in configs)}) for {args.seconds:g} s", flush=True)
+          f"({', '.join(f'{m}/{c}' for m, c in configs)}) and the JIT modes, "
+          f"{len(differential.drawn_configs(1, 2))} configurations per example "
+          f"(every --jit-opt, K = 0 and a drawn K, threshold 1 and a drawn one) "
+          f"for {args.seconds:g} s", flush=True)
     start = time.monotonic()
     examples, rounds = {k: 0 for k in kinds}, 0
     per_example = {k: None for k in kinds}     # seconds, measured as we go

@@ -47,9 +47,9 @@ def execution_configs() -> list[tuple[str, str]]:
 
 
 @functools.lru_cache(maxsize=None)
-def get_build(mode: str, cc: str, count: bool = False):
+def get_build(mode: str, cc: str, count: bool = False, cache: int = 0):
     from shimlab.interp import build
-    return build.build(mode, cc, count=count)
+    return build.build(mode, cc, count=count, cache=cache)
 
 
 def pytest_generate_tests(metafunc):

@@ -1,9 +1,9 @@
 """Differential testing: one program on every execution mode against the oracle.
 
 check(case) runs a Case (BF source, minipy source or raw bytecode, plus
-input) on the Python oracle and on every interpreter this machine builds
-(conftest.execution_configs: every interpreter and every JIT mode, the JIT
-tracing at the first back-edge, count builds) and compares output, status,
+input) on the Python oracle and on every configuration asked for (Config:
+every interpreter and JIT mode this machine builds, conftest.execution_configs,
+at each optimizer level, K and JIT threshold; count builds) and compares output, status,
 error pc and value, final tape and head, the entry function's final locals
 and the count of every opcode executed.  The native runs happen in one
 forked child per case, so an interpreter that faults or hangs is a failing
@@ -84,36 +84,73 @@ def result_to_json(r) -> dict:
 
 # ---- running every mode ------------------------------------------------------
 
-def configs() -> list[tuple]:
-    """execution_configs(), the JIT modes once per optimizer level: (mode, cc[, level])."""
+@dataclass(frozen=True)
+class Config:
+    """One way to run a program: an interpreter (mode, compiler), and for the
+    modes that take them the trace optimizer's level, K cached values
+    (--cache K) and the JIT's threshold."""
+    mode: str
+    cc: str
+    level: int | None = None     # JIT modes only
+    k: int = 0                   # tailcall and the JIT modes on clang
+    threshold: int = 1           # JIT modes only
+
+    def label(self) -> str:
+        out = f"{self.mode}/{self.cc}"
+        if self.level is not None:
+            out += f" --jit-opt {self.level}"
+        if self.k:
+            out += f" --cache {self.k}"
+        if modes.is_jit(self.mode) and self.threshold != 1:
+            out += f" --jit-threshold {self.threshold}"
+        return out
+
+
+KS = range(1, 6)                 # --cache K: 1..5
+THRESHOLDS = range(2, 101)       # the drawn threshold: traces that start late, exits that heat slowly
+
+
+def configs(ks=(), thresholds=(1,)) -> list[Config]:
+    """Every interpreter this machine builds (conftest.execution_configs);
+    the JIT modes at every optimizer level and each threshold in
+    `thresholds`; the modes that cache at K = 0 and at each K in `ks`."""
     out = []
     for mode, cc in execution_configs():
-        out += [(mode, cc, level) for level in optimize.LEVELS] if modes.is_jit(mode) \
-            else [(mode, cc)]
+        k_here = (0,) + tuple(k for k in ks if k) if modes.get(mode).cache else (0,)
+        if modes.is_jit(mode):
+            out += [Config(mode, cc, level, k, th) for level in optimize.LEVELS
+                    for k in k_here for th in thresholds]
+        else:
+            out += [Config(mode, cc, None, k) for k in k_here]
     return out
 
 
-def run_config(cfg: tuple, program, data: bytes):
-    """One mode on one program.  The JIT modes trace at the first back-edge,
-    link side exits the first time they are taken, and check after every
+def run_config(cfg: Config, program, data: bytes):
+    """One configuration on one program.  The JIT modes record a side exit
+    once it was taken `threshold` times, as a loop, and check after every
     compile that no mapping is writable and executable."""
-    b = get_build(*cfg[:2], count=True)
-    if modes.is_jit(cfg[0]):
-        with vm.Loaded(b, program, data, jit={"threshold": 1, "verify_wx": True,
-                                              "opt": cfg[2]}) as loaded:
+    b = get_build(cfg.mode, cfg.cc, count=True, cache=cfg.k)
+    if modes.is_jit(cfg.mode):
+        with vm.Loaded(b, program, data, jit={"threshold": cfg.threshold, "verify_wx": True,
+                                              "opt": cfg.level}) as loaded:
             return loaded.run()
     return vm.run(b, program, data)
 
 
 def _run_all(configs, program, data):
-    return {cfg: run_config(cfg, program, data) for cfg in configs}
+    out = {}
+    for cfg in configs:
+        try:
+            out[cfg] = run_config(cfg, program, data)
+        except Exception as e:      # a compile error, say: that config's problem, not the rest's
+            out[cfg] = e
+    return out
 
 
-def run_modes(program, data: bytes) -> dict:
+def run_modes(program, data: bytes, configs_: list[Config]) -> dict:
     """{config: Result, or the Crash/RunError that config ended with}."""
-    configs_ = configs()
     for cfg in configs_:             # build and load before forking, once per session
-        loader.library(str(get_build(*cfg[:2], count=True).path))
+        loader.library(str(get_build(cfg.mode, cfg.cc, count=True, cache=cfg.k).path))
     try:
         return isolate.call("the interpreters", _run_all, configs_, program, data,
                             timeout=NATIVE_TIMEOUT)
@@ -123,7 +160,7 @@ def run_modes(program, data: bytes) -> dict:
     out = {}
     for cfg in configs_:
         try:
-            out[cfg] = isolate.call(f"the {label(cfg)} interpreter", run_config, cfg,
+            out[cfg] = isolate.call(f"the {cfg.label()} interpreter", run_config, cfg,
                                     program, data, timeout=NATIVE_TIMEOUT)
         except Exception as e:
             out[cfg] = e
@@ -154,20 +191,17 @@ def compare_all(expected: dict, results: dict) -> list[str]:
     problems = []
     for cfg, got in results.items():
         if isinstance(got, Exception):
-            problems.append(f"{label(cfg)}: {type(got).__name__}: {got}")
+            problems.append(f"{cfg.label()}: {type(got).__name__}: {got}")
             continue
-        problems += [f"{label(cfg)}: {d}" for d in differences(expected, result_to_json(got))]
+        problems += [f"{cfg.label()}: {d}" for d in differences(expected, result_to_json(got))]
     return problems
-
-
-def label(cfg: tuple) -> str:
-    return f"{cfg[0]}/{cfg[1]}" + (f"/jit-opt {cfg[2]}" if len(cfg) > 2 else "")
 
 
 # ---- the check and the regression files ----------------------------------------
 
-def check(case: Case) -> None:
-    """Assert every mode agrees with the oracle on case."""
+def check(case: Case, configs_: list[Config] | None = None) -> None:
+    """Assert every configuration (default: configs()) agrees with the oracle on case."""
+    configs_ = configs() if configs_ is None else configs_
     expected = None
     try:
         for level, program in enumerate(case.programs()):
@@ -178,9 +212,9 @@ def check(case: Case) -> None:
                     reject()          # too long for a quick test; not a failure
                 raise
             expected = result_to_json(ref)
-            problems = compare_all(expected, run_modes(program, case.input))
+            problems = compare_all(expected, run_modes(program, case.input, configs_))
             where = f" (--bf-opt {level})" if case.kind == "bf" else ""
-            assert not problems, (f"modes disagree with the oracle{where}:\n  "
+            assert not problems, (f"configurations disagree with the oracle{where}:\n  "
                                   + "\n  ".join(problems))
     except Exception as e:
         if not isinstance(e, HypothesisException):
@@ -209,26 +243,33 @@ def load_regression(path: Path) -> tuple[Case, dict]:
 
 # ---- the property tests, built here so scripts/fuzz.py can run them longer --------
 
-def _bf(src: str, data: bytes) -> None:
+def drawn_configs(k: int, threshold: int) -> list[Config]:
+    """What one random example runs in: every mode at every optimizer level,
+    at K = 0 and at its drawn K, at threshold 1 and at its drawn threshold."""
+    return configs(ks=(k,), thresholds=(1, threshold))
+
+
+def _bf(src: str, data: bytes, k: int, threshold: int) -> None:
     if src.strip():
         # start right of cell 0 so that not every program dies on its first '<'
-        check(Case("bf", ">>" + src, data))
+        check(Case("bf", ">>" + src, data), drawn_configs(k, threshold))
 
 
-def _minipy(src: str) -> None:
-    check(Case("minipy", src))
+def _minipy(src: str, k: int, threshold: int) -> None:
+    check(Case("minipy", src), drawn_configs(k, threshold))
 
 
-def _bytecode(program: dict, data: bytes) -> None:
+def _bytecode(program: dict, data: bytes, k: int, threshold: int) -> None:
     # a dict with instruction names, so hypothesis prints a readable program
-    check(Case("bytecode", program, data))
+    check(Case("bytecode", program, data), drawn_configs(k, threshold))
 
 
+_DRAWN = {"k": st.sampled_from(KS), "threshold": st.sampled_from(THRESHOLDS)}
 PROPERTIES = {
-    "bf": (_bf, {"src": strategies.bf_programs(), "data": st.binary(max_size=8)}),
-    "minipy": (_minipy, {"src": strategies.minipy_programs()}),
+    "bf": (_bf, {"src": strategies.bf_programs(), "data": st.binary(max_size=8), **_DRAWN}),
+    "minipy": (_minipy, {"src": strategies.minipy_programs(), **_DRAWN}),
     "bytecode": (_bytecode, {"program": strategies.bytecode_programs().map(slbc.to_dict),
-                             "data": st.binary(max_size=8)}),
+                             "data": st.binary(max_size=8), **_DRAWN}),
 }
 
 

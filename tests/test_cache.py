@@ -14,19 +14,14 @@ import re
 import subprocess
 
 import pytest
-from hypothesis import HealthCheck, given, reject, settings
-from hypothesis.control import currently_in_test_context
-from hypothesis import strategies as st
 
 import differential
-import strategies
 from conftest import EXAMPLES, compiler_for
-from shimlab import isolate, modes, reference, vm
+from shimlab import modes, reference, vm
 from shimlab.abi import contract
 from shimlab.errors import BuildError
-from shimlab.frontend import slbc
-from shimlab.interp import build, generate, loader
-from shimlab.jit.defaults import DEFAULT_LEVEL, LEVELS
+from shimlab.interp import build, generate
+from shimlab.jit.defaults import DEFAULT_LEVEL
 from test_modes import _examples, _expected, _input_for, _same
 
 KS = range(1, 4)             # the K the issue asks for; 4 and 5 are checked lighter
@@ -252,72 +247,10 @@ def loader_program(path):
     return load_program(path)
 
 
-# -- random programs -------------------------------------------------------------------
-
-def _check(configs, case: differential.Case) -> None:
-    program = case.program()
-    try:
-        ref = reference.run(program, case.input, max_steps=differential.ORACLE_STEPS)
-    except TimeoutError:
-        if currently_in_test_context():
-            reject()           # too long for a quick test; not a failure
-        raise
-    expected = differential.result_to_json(ref)
-    for mode, k, _ in configs:
-        loader.library(str(get_build(mode, k).path))
-
-    def all_of_them():
-        return {(m, k, o): run(m, k, program, case.input, o) for m, k, o in configs}
-    results = isolate.call("the cached interpreters", all_of_them,
-                           timeout=differential.NATIVE_TIMEOUT)
-    problems = [f"{m} K={k} --jit-opt {o}: {d}" for (m, k, o), got in results.items()
-                for d in differential.differences(expected, differential.result_to_json(got))]
-    assert not problems, "K > 0 disagrees with the oracle:\n  " + "\n  ".join(problems)
-
-
-# (mode, K, trace optimizer level)
-QUICK = [("tailcall", 2, 0), ("jit-direct", 2, 0), ("jit-direct", 2, DEFAULT_LEVEL),
-         ("jit-shim", 1, DEFAULT_LEVEL), ("jit-direct-handler", 3, 1),
-         ("jit-trampoline", 3, DEFAULT_LEVEL), ("jit-table", 1, 2),
-         ("jit-shim-args", 3, DEFAULT_LEVEL)]
-ALL = [(m, k, o) for k in KS for m in modes.CACHING
-       for o in (LEVELS if modes.is_jit(m) else (0,))]
-_SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                        HealthCheck.filter_too_much,
-                                                        HealthCheck.data_too_large])
-
-
-def _properties(configs, n):
-    @settings(max_examples=n, **_SETTINGS)
-    @given(src=strategies.bf_programs(), data=st.binary(max_size=8))
-    def bf(src, data):
-        if src.strip():
-            _check(configs, differential.Case("bf", ">>" + src, data))
-
-    @settings(max_examples=n, **_SETTINGS)
-    @given(src=strategies.minipy_programs())
-    def minipy(src):
-        _check(configs, differential.Case("minipy", src))
-
-    @settings(max_examples=2 * n, **_SETTINGS)
-    @given(program=strategies.bytecode_programs().map(slbc.to_dict), data=st.binary(max_size=8))
-    def bytecode(program, data):
-        _check(configs, differential.Case("bytecode", program, data))
-    return bf, minipy, bytecode
-
-
-test_random_bf_at_k, test_random_minipy_at_k, test_random_bytecode_at_k = _properties(QUICK, 15)
-_slow = [pytest.mark.slow(t) for t in _properties(ALL, 60)]
-test_random_bf_every_k_and_mode, test_random_minipy_every_k_and_mode, \
-    test_random_bytecode_every_k_and_mode = _slow
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("path", sorted(differential.regression_dir().glob("*.json")),
-                         ids=lambda p: p.stem)
-def test_saved_regression_cases_at_every_k(path):
-    case, _ = differential.load_regression(path)
-    _check(ALL, case)
+# -- random programs ---------------------------------------------------------------------
+# Random programs at every K are tests/test_differential.py's: each example runs
+# every mode at every optimizer level at K = 0 and at a K it draws; saved
+# cases replay at K = 0, 1, 3 and 5 (tests/test_regression.py).
 
 
 # -- the benches record K ----------------------------------------------------------------

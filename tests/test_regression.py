@@ -1,4 +1,4 @@
-"""Replays every saved case in tests/regression/ on every mode.
+"""Replays every saved case in tests/regression/ on every mode, K and threshold.
 
 Each file is a case the differential tests once failed on (or a hand-picked
 seed): its program, its input, and the oracle's result when it was saved.
@@ -17,8 +17,13 @@ from hypothesis import strategies as st
 
 import differential
 from shimlab import reference
+from shimlab.jit.defaults import DEFAULT_THRESHOLD
 
 FILES = sorted(differential.regression_dir().glob("*.json"))
+# every mode at every optimizer level, at K = 0, 1, 3 and 5, tracing at
+# once and at the JIT's default threshold (issue 29's second reproducer
+# needed the default)
+REPLAY = differential.configs(ks=(1, 3, 5), thresholds=(1, DEFAULT_THRESHOLD))
 
 
 def test_there_are_cases_to_replay():
@@ -37,7 +42,7 @@ def test_saved_case_still_agrees(path):
         expected = got
     assert not differential.differences(expected, got), \
         "the oracle's result changed (SHIMLAB_REGRESSION_UPDATE=1 re-records it)"
-    differential.check(case)
+    differential.check(case, REPLAY)
 
 
 def test_a_failing_example_is_shrunk_and_saved(tmp_path, monkeypatch):
@@ -49,7 +54,7 @@ def test_a_failing_example_is_shrunk_and_saved(tmp_path, monkeypatch):
 
     def broken(cfg, program, data):
         r = real(cfg, program, data)
-        if cfg[0] == "switch" and r.output:
+        if cfg.mode == "switch" and r.output:
             r.output = r.output[:-1]
         return r
     monkeypatch.setattr(differential, "run_config", broken)
@@ -57,7 +62,7 @@ def test_a_failing_example_is_shrunk_and_saved(tmp_path, monkeypatch):
     @settings(max_examples=200, deadline=None, database=None)
     @given(src=st.text("+-.>", max_size=30))
     def prop(src):
-        differential._bf(src, b"")
+        differential._bf(src, b"", 1, 1)
 
     with pytest.raises(AssertionError, match="switch/.*output"):
         prop()

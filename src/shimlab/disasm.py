@@ -134,6 +134,21 @@ def written_registers(code: bytes) -> frozenset[str] | None:
     return frozenset(out)
 
 
+def reads_flags_first(code: bytes) -> bool:
+    """Whether straight-line code reads the flags before it writes them: a
+    setcc or jcc that consumes the compare of the code before it."""
+    cs, x86, md = _capstone()
+    for i in md.disasm(bytes(code), 0):
+        if i.id == 0:
+            continue
+        read, written = i.regs_access()
+        if x86.X86_REG_EFLAGS in read:
+            return True
+        if x86.X86_REG_EFLAGS in written:
+            return False
+    return False
+
+
 def listing(insns: list[Insn], marks=None, raw: bool = True) -> str:
     """Text of `insns`: address, the bytes (with `raw`), the instruction, and
     a note per instruction from `marks(insn)` (or None)."""

@@ -62,17 +62,20 @@ class Stencil:
     holes: tuple[Hole, ...]
     doc: str
     disassembly: str = ""
+    # it reads the flags before it sets them, so the piece before it must be
+    # the compare they come from (None: not worked out; jit/stencils.flags_in)
+    flags_in: bool | None = None
 
     def to_json(self) -> dict:
         return {"name": self.name, "code": self.code.hex(), "doc": self.doc,
                 "holes": [[h.offset, h.width, h.kind] for h in self.holes],
-                "disassembly": self.disassembly}
+                "disassembly": self.disassembly, "flags_in": self.flags_in}
 
     @classmethod
     def from_json(cls, d: dict) -> "Stencil":
         return cls(d["name"], bytes.fromhex(d["code"]),
                    tuple(Hole(*h) for h in d["holes"]), d.get("doc", ""),
-                   d.get("disassembly", ""))
+                   d.get("disassembly", ""), d.get("flags_in"))
 
 
 def find_holes(name: str, code: bytes, declared: list[str]) -> tuple[Hole, ...]:

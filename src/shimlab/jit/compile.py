@@ -258,13 +258,26 @@ def _lower(trace: Trace, ctx: Context, st: dict):
         return cached[1], cached[2]
     lowered = optimize.lower(trace, ctx.consts, ctx.opt, ctx.count,
                              registers=ctx.source == "peachpy", cache=cache_for(ctx, st))
+    before = None
     for p in lowered.pieces:
         if p.stencil not in st:
-            where = f" (pc {p.op.pc})" if p.op is not None else ""
-            raise CompileError(f"no stencil {p.stencil}{where}")
+            raise CompileError(f"no stencil {p.stencil}{_at_pc(p)}")
+        if stencil_store.flags_in(st[p.stencil]) and not (
+                before is not None and before.stencil.startswith(_FLAG_SETTERS)):
+            # the optimizer put something between a compare and its use
+            raise CompileError(f"{p.stencil}{_at_pc(p)} reads the flags, but the piece before "
+                               f"it is {before.stencil if before else 'none'}, not a compare")
+        before = p
     block_ops = _count_blocks(lowered, st, ctx.blocks) if ctx.blocks is not None else []
     trace._lowered = (key, lowered, block_ops)
     return lowered, block_ops
+
+
+_FLAG_SETTERS = ("opt:cmp:", "opt:test:")     # the pieces whose flags the next one may read
+
+
+def _at_pc(p) -> str:
+    return f" (pc {p.op.pc})" if p.op is not None else ""
 
 
 def cache_for(ctx: Context, st: dict | None = None) -> "optimize.Cache | None":

@@ -65,6 +65,13 @@ class VirtualStack:
     def emit(self, stencil: str, values: dict, t=None, d: int = 0) -> None:
         self.out.add(self.piece(stencil, values, t, d))
 
+    def emit_compare(self, pair: str, a: tuple, b: tuple, t, then: str, t2, d: int) -> None:
+        """A compare and the piece that reads its flags (opt:set or
+        opt:leave-if), added as one so nothing lands between them."""
+        self.out.add(self.piece(f"opt:cmp:{pair}", {**self._operand_values(a, True),
+                                                    **self._operand_values(b, False)}, t, d),
+                     self.piece(then, {}, t2, d))
+
     # -- cached values (--cache K) --------------------------------------------
     def enter(self, registers) -> None:
         """The trace is entered with the stack's top values in `registers`, the top first."""
@@ -164,9 +171,7 @@ class VirtualStack:
             self.count_piece(t, d)
             del e[-2:]
             self._free_tos(d)
-            self.emit(f"opt:cmp:{pair}", {**self._operand_values(a, True),
-                                          **self._operand_values(b, False)}, t, d)
-            self.emit(f"opt:set:{COMPARE[name]}", {}, t, d)
+            self.emit_compare(pair, a, b, t, f"opt:set:{COMPARE[name]}", t, d)
             e.append(("r",))
             self.out.note("stack operations fused")
             return 1
@@ -210,8 +215,7 @@ class VirtualStack:
         self.count_piece(guard, d)
         del e[-2:]
         self.flush(d)                 # the guard's exit sees the interpreter's stack
-        self.emit(f"opt:cmp:{pair}", {**self._operand_values(a, True),
-                                      **self._operand_values(b, False)}, t, d)
-        self.emit(f"opt:leave-if:{leave_cc(guard.stencil, COMPARE[t.name])}", {}, guard, d)
+        self.emit_compare(pair, a, b, t, f"opt:leave-if:{leave_cc(guard.stencil, COMPARE[t.name])}",
+                          guard, d)
         self.out.note("compare-and-branch fused")
         return 2

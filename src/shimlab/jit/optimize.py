@@ -60,10 +60,14 @@ class Lowered:
     end_kept: bool = False       # --cache K: the end exit finds the K values in registers
     before: object = None        # called with each piece before it is added (--cache K)
 
-    def add(self, piece: Piece) -> None:
+    def add(self, *pieces: Piece) -> None:
+        """Appends pieces that run as one: a compare and the setcc or jcc that
+        reads its flags.  `before` sees them all first, so whatever it emits
+        (a spill, whose `add sp, 8` writes the flags) goes before the first."""
         if self.before is not None:
-            self.before(piece)
-        self.pieces.append(piece)
+            for piece in pieces:
+                self.before(piece)
+        self.pieces.extend(pieces)
 
     def note(self, what: str, n: int = 1) -> None:
         self.folded[what] = self.folded.get(what, 0) + n

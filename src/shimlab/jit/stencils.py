@@ -369,6 +369,20 @@ def extra_stencils(stencils):
             unregister(name)
 
 
+def flags_in(stencil: Stencil) -> bool:
+    """Whether the stencil reads flags a piece before it set (the artifact
+    says; a clang-built or registered stencil is read here, once)."""
+    if stencil.flags_in is not None:
+        return stencil.flags_in
+    return _flags_in(bytes(stencil.code))
+
+
+@lru_cache(maxsize=None)
+def _flags_in(code: bytes) -> bool:
+    from .. import disasm
+    return disasm.reads_flags_first(code)
+
+
 def writes(stencil: Stencil) -> frozenset[str] | None:
     """The registers a stencil's code writes (None: it calls out, so any):
     what the optimizer must move a cached value out of first (--cache K)."""
