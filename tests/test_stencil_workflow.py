@@ -305,6 +305,7 @@ def test_the_unit_runs_the_stencil_the_comparison_replaces():
 @needs_jit
 def test_bench_programs_does_not_time_a_wrong_stencil(tmp_path, monkeypatch):
     from shimlab.bench import harness, programs
+    from shimlab.bench.results import ResultFile
     from shimlab.jit import stencils
     monkeypatch.setenv("SHIMLAB_STENCILS", _proto_dir(tmp_path, wrong=WRONG)["SHIMLAB_STENCILS"])
     stencils.load.cache_clear()
@@ -325,10 +326,14 @@ def test_bench_programs_does_not_time_a_wrong_stencil(tmp_path, monkeypatch):
         assert notes == ["no_load_int.bf runs no LOAD_INT: measured with the standard "
                          "stencils only"]
         assert configs[0].job(1, 1, None)["stencils"] == {"LOAD_INT": "LOAD_INT:off"}
-        bad = programs.check_outputs(configs, harness.Options(timeout=60))
-        assert list(bad) == [configs[0].key]
-        assert bad[configs[0].key].startswith("not timed: output byte 0 is ")
-        assert "from tailcall" in bad[configs[0].key]
+        rf = ResultFile.open(tmp_path / "r.json")
+        out = harness.measure(standard + configs, rf, harness.Options(
+            processes=1, samples=1, quiet=True, timeout=60))
+        assert list(out.failures) == [configs[0].key]
+        why = out.failures[configs[0].key]
+        assert "computes a wrong answer, not timed: output byte 0 is " in why
+        assert "from the oracle" in why
+        assert configs[0].key not in rf and all(rf.runs_done(c.key) == 1 for c in standard)
     finally:
         stencils.load.cache_clear()
 

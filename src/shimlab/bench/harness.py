@@ -16,11 +16,10 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .. import childpy, isolate, reference, vm
+from .. import childpy, isolate, reference
 from ..errors import RunError, ShimlabError
-from ..frontend import load_program
 from ..interp import build as build_mod
-from . import counters, floors, stats, synthetic
+from . import counters, expected, floors, stats, synthetic
 from .progress import Progress
 from . import results as results_mod
 from .results import ResultFile, RunSamples
@@ -170,24 +169,6 @@ def run_worker(job: dict, timeout: float) -> dict:
     return out
 
 
-def vm_instruction_count(config: Config, timeout: float | None = None,
-                         tape_len: int = reference.TAPE_LEN) -> int:
-    """VM instructions one run executes (the same in every mode; tested)."""
-    if synthetic.is_synthetic(config.workload):
-        return synthetic.instructions_per_run(config.workload)
-    if config.workload.startswith("floor:"):
-        return floors.elements_per_sample()     # cycles per copy of the primitive
-    program = load_program(config.workload, bf_opt=config.bf_opt)
-    data = Path(config.input).read_bytes() if config.input else b""
-    b = build_mod.build("switch", None, count=True)
-    result = isolate.call(f"the switch interpreter ({b.compiler.name}) counting the "
-                          f"instructions of {config.workload_name}", vm.run, b, program, data,
-                          timeout=timeout, tape_len=tape_len)
-    if result.status:
-        raise RunError(reference.describe_error(program, result))
-    return result.instructions
-
-
 def measure_and_tell(configs: list[Config], results: ResultFile, opts: Options,
                      resume_hint: bool = False) -> Outcome:
     """measure(), then one line on stderr per failed configuration and, when
@@ -228,19 +209,29 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
     for c in configs:
         for layout in code_layouts(opts):
             c.build(layout)
-    # A workload that crashes or never ends fails its configurations here,
-    # with the same per-worker timeout; the other workloads still run.
-    # per program as compiled: a BF workload's front end level changes its instructions
+    # What each program must compute (every worker checks its first run
+    # against it and times nothing if it differs) and how many VM
+    # instructions it runs.  A workload that crashes or never ends fails its
+    # configurations here, with the same per-worker timeout; the other
+    # workloads still run.  Per program as compiled: a BF workload's front
+    # end level changes its instructions.
     vm_counts: dict[tuple, int | str] = {}
+    wants: dict[tuple, dict] = {}
     for c in configs:
-        if (c.workload, c.bf_opt) not in vm_counts:
+        at = (c.workload, c.bf_opt, c.input)
+        if at not in vm_counts:
             try:
-                vm_counts[c.workload, c.bf_opt] = vm_instruction_count(c, opts.timeout,
-                                                                       opts.tape_len)
+                if c.workload.startswith("floor:"):
+                    vm_counts[at] = floors.elements_per_sample()
+                else:
+                    wants[at], n = expected.expected(c.workload, c.bf_opt, c.input,
+                                                     opts.tape_len, opts.timeout)
+                    vm_counts[at] = synthetic.instructions_per_run(c.workload) \
+                        if synthetic.is_synthetic(c.workload) else n
             except RunError as e:
-                vm_counts[c.workload, c.bf_opt] = str(e)
-        if isinstance(vm_counts[c.workload, c.bf_opt], str):
-            outcome.failures[c.key] = vm_counts[c.workload, c.bf_opt]
+                vm_counts[at] = str(e)
+        if isinstance(vm_counts[at], str):
+            outcome.failures[c.key] = vm_counts[at]
     exact: dict[str, int] = {}
     use_perf = opts.count_instructions and counters.hardware_counters()[0]
     if opts.count_instructions and not use_perf:
@@ -278,6 +269,7 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
                 job = c.job(opts.warmup, opts.samples, cpu)
                 job["perf_instructions"] = use_perf
                 job["tape_len"] = opts.tape_len
+                job["expected"] = wants.get((c.workload, c.bf_opt, c.input))
                 layouts = code_layouts(opts)
                 job["code_layout"] = layouts[results.runs_done(c.key) % len(layouts)]
                 if opts.layout == "fixed":
@@ -289,7 +281,7 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
                     progress.step(note=f"{c.key} FAILED")
                     continue
                 run = RunSamples(cycles=out["cycles"], ns=out["ns"], warmup_ns=out["warmup_ns"],
-                                 vm_instructions=vm_counts[c.workload, c.bf_opt],
+                                 vm_instructions=vm_counts[c.workload, c.bf_opt, c.input],
                                  crossings=out.get("crossings"),
                                  instructions=out.get("instructions", exact.get(c.key)),
                                  worker_pid=out["pid"], cpu=out["cpu"],

@@ -10,13 +10,14 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 from .. import modes, reference, vm
 from ..abi.vmh import ffi
 from ..frontend import load_program
 from ..interp import build, loader
 from ..jit.memory import CodeMemory
-from . import floors, synthetic
+from . import expected, floors, synthetic
 from .counters import count_run_instructions
 
 
@@ -67,8 +68,15 @@ def run_job(job: dict) -> dict:
     with vm.Loaded(b, program, data, layout_seed=seed, jit=jit, tape_len=tape_len) as loaded:
         tsc_hz = calibrate_tsc(loaded.lib)
         warmup_ns = []
-        for _ in range(int(job.get("warmup", 1))):
+        # the first run, a warm-up (or one more, untimed), is held to what the
+        # program must compute: a wrong answer is never timed
+        for n in range(max(int(job.get("warmup", 1)), 1 if job.get("expected") else 0)):
             result = loaded.run()
+            if n == 0 and job.get("expected"):
+                why = expected.difference(expected.summary(result), job["expected"], "this run")
+                if why:
+                    raise SystemExit(f"{Path(job['program']).name}: computes a wrong answer, "
+                                     f"not timed: {why}")
             if result.status:
                 raise SystemExit(f"{job['program']}: {reference.describe_error(program, result)}")
             warmup_ns.append(loaded.ns)
