@@ -33,13 +33,26 @@ def test_demo_says_where_first_and_runs_the_quick_sweep_as_bench_would(tmp_path,
     def sweep(args):
         seen["args"] = args
         return 0
-    monkeypatch.setattr(demo.doctor, "run", lambda: 0)
+    monkeypatch.setattr(demo.doctor, "run", lambda out: 0)
     monkeypatch.setattr(demo.transitions, "main", sweep)
     assert demo.cmd_demo(argparse.Namespace()) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert f"results to {tmp_path / 'results'}/" in first
     args = seen["args"]
     assert args.size == "quick" and args.output is None and args.mode is None
+    assert args.design == "paired"
+
+
+def test_demo_shows_the_toolchain_only_when_it_is_broken(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+
+    def broken(out):
+        print("clang-19: missing", file=out)
+        return 1
+    monkeypatch.setattr(demo.doctor, "run", broken)
+    monkeypatch.setattr(demo.transitions, "main", lambda args: pytest.fail("benchmarked"))
+    assert demo.cmd_demo(argparse.Namespace()) == 1
+    assert "clang-19: missing" in capsys.readouterr().out
 
 
 def test_notebook_outputs_follow_shimlab_notebook_out(tmp_path, monkeypatch):

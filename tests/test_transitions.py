@@ -316,7 +316,8 @@ def test_negative_steps_and_costs_below_the_floor_are_anomalies():
 def test_tiny_sweep_table_json_and_plot(tmp_path, capsys):
     from shimlab import cli
     out = tmp_path / "t.json"
-    rc = cli.main(["bench", "transitions", "--size", "tiny", "--cc", JIT_CC[0], "-o", str(out),
+    rc = cli.main(["bench", "transitions", "--design", "sweep", "--size", "tiny",
+                   "--cc", JIT_CC[0], "-o", str(out),
                    "--plot", "--processes", "2", "--samples", "2"])
     text = capsys.readouterr().out
     assert rc == 0
@@ -611,7 +612,8 @@ def test_the_shim_dearer_from_a_k_on_is_found_and_said():
 def test_tiny_sweep_at_two_ks_has_a_well_formed_cache_section(tmp_path, capsys):
     from shimlab import cli
     out = tmp_path / "t.json"
-    rc = cli.main(["bench", "transitions", "--size", "tiny", "--cc", JIT_CC[0], "-o", str(out),
+    rc = cli.main(["bench", "transitions", "--design", "sweep", "--size", "tiny",
+                   "--cc", JIT_CC[0], "-o", str(out),
                    "--mode", "jit-shim", "--mode", "jit-direct", "--cache", "0", "--cache", "2",
                    "--processes", "2", "--samples", "2", "--plot", "--no-count"])
     text = capsys.readouterr().out

@@ -1,6 +1,7 @@
-"""perf_event_open(2) for this process's instructions retired: the one place
-shimlab asks the kernel for a hardware counter (doctor reports whether it
-works; benchmark workers count a run's instructions with it)."""
+"""perf_event_open(2) for this process's hardware counters: the one place
+shimlab asks the kernel for them (doctor reports whether they work;
+benchmark workers count a run's instructions with them, and the transition
+benchmark a round trip's cycles, instructions and branch mispredictions)."""
 from __future__ import annotations
 
 import ctypes
@@ -10,6 +11,8 @@ import os
 _SYSCALL = {"x86_64": 298, "aarch64": 241}
 _PERF_TYPE_HARDWARE = 0
 _PERF_COUNT_HW_INSTRUCTIONS = 1
+# the generalized hardware events the transition benchmark reads (perf's names)
+EVENTS = {"cycles": 0, "instructions": 1, "branch-misses": 5}
 # ioctls on the counter's fd
 IOC_ENABLE, IOC_DISABLE, IOC_RESET = 0x2400, 0x2401, 0x2403
 # perf_event_attr.flags bits
@@ -30,13 +33,19 @@ class _Attr(ctypes.Structure):
 def open_instructions(disabled: bool = True) -> int:
     """A counter of this process's user-space instructions; its fd (close it).
     OSError when the kernel or the machine refuses."""
+    return open_event(_PERF_COUNT_HW_INSTRUCTIONS, disabled)
+
+
+def open_event(config: int, disabled: bool = True) -> int:
+    """A counter of one generalized hardware event (EVENTS) in this
+    process's user space; its fd.  OSError when refused."""
     nr = _SYSCALL.get(os.uname().machine)
     if nr is None:
         raise OSError(errno.ENOSYS, f"perf_event_open not known on {os.uname().machine}")
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
     attr = _Attr(type=_PERF_TYPE_HARDWARE, size=ctypes.sizeof(_Attr),
-                 config=_PERF_COUNT_HW_INSTRUCTIONS,
+                 config=config,
                  flags=(_DISABLED if disabled else 0) | _EXCLUDE_KERNEL | _EXCLUDE_HV)
     fd = libc.syscall(ctypes.c_long(nr), ctypes.byref(attr), ctypes.c_int(0),
                       ctypes.c_int(-1), ctypes.c_int(-1), ctypes.c_ulong(0))
@@ -44,6 +53,57 @@ def open_instructions(disabled: bool = True) -> int:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
     return fd
+
+
+class Events:
+    """cycles, instructions and branch-misses counted together around a
+    piece of work: start(), the work, stop() -> {name: count}.  OSError
+    from the constructor when any of them cannot be opened."""
+
+    def __init__(self, names=tuple(EVENTS)):
+        self.fds = {}
+        try:
+            for name in names:
+                self.fds[name] = open_event(EVENTS[name])
+        except OSError:
+            self.close()
+            raise
+
+    def start(self) -> None:
+        import fcntl
+        for fd in self.fds.values():
+            fcntl.ioctl(fd, IOC_RESET, 0)
+        for fd in self.fds.values():
+            fcntl.ioctl(fd, IOC_ENABLE, 0)
+
+    def stop(self) -> dict[str, int]:
+        import fcntl
+        for fd in self.fds.values():
+            fcntl.ioctl(fd, IOC_DISABLE, 0)
+        return {name: read_count(fd) for name, fd in self.fds.items()}
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds = {}
+
+
+def probe_events() -> tuple[bool, str]:
+    """(works, description): can this process count cycles, instructions and
+    branch-misses (the transition benchmark's per-round-trip counters)?"""
+    try:
+        ev = Events()
+    except OSError as e:
+        return False, f"not supported ({errno.errorcode.get(e.errno, e.errno)}: {e.strerror})"
+    try:
+        ev.start()
+        sum(range(10000))
+        counts = ev.stop()
+    finally:
+        ev.close()
+    if not all(counts[n] for n in ("cycles", "instructions")):
+        return False, "not supported (the counters opened but counted nothing)"
+    return True, "works (" + ", ".join(f"{n} {c}" for n, c in counts.items()) + ")"
 
 
 def read_count(fd: int) -> int:

@@ -36,6 +36,27 @@ def count_run_instructions(loaded) -> int:
         os.close(fd)
 
 
+def event_counters() -> tuple[bool, str]:
+    """(works, why): cycles, instructions and branch-misses per run?"""
+    return perfcounter.probe_events()
+
+
+def count_events(loaded, runs: int) -> dict[str, float]:
+    """cycles, instructions and branch-misses of one run, the mean of `runs`
+    runs each counted around sl_run alone."""
+    ev = perfcounter.Events()
+    try:
+        totals: dict[str, int] = {}
+        for _ in range(runs):
+            ev.start()
+            loaded.lib.sl_run(loaded.vm)
+            for name, n in ev.stop().items():
+                totals[name] = totals.get(name, 0) + n
+    finally:
+        ev.close()
+    return {name: n / runs for name, n in totals.items()}
+
+
 def callgrind_available() -> bool:
     return shutil.which("valgrind") is not None
 

@@ -13,7 +13,7 @@ import os
 import random
 import subprocess
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from .. import childpy, isolate, reference
@@ -40,6 +40,10 @@ class Config:
     cache: int = 0                # operand-stack values in registers (--cache K)
     jit_opt: int = 0              # JIT modes: the trace optimizer's level (--jit-opt)
     bf_opt: int = 0               # BF workloads: the front end's level (--bf-opt)
+    # a second workload that the same worker processes run, interleaved with
+    # this one on the same build (bench/roundtrip.py's null crossing); its
+    # samples are recorded under partner_config().key
+    partner: str | None = None
 
     @property
     def workload_name(self) -> str:
@@ -56,11 +60,20 @@ class Config:
             key += f"/bf{self.bf_opt}"
         return f"{key}/{self.tag}" if self.tag else key
 
+    def partner_config(self) -> "Config | None":
+        """The partner workload as a configuration of its own (its key)."""
+        return None if self.partner is None else replace(self, workload=self.partner,
+                                                         partner=None)
+
+    def keys(self) -> list[str]:
+        """Every key this configuration records samples under."""
+        return [self.key] + ([self.partner_config().key] if self.partner else [])
+
     def job(self, warmup: int, samples: int, cpu: int | None) -> dict:
         return {"mode": self.mode, "cc": self.cc, "flags": list(self.flags),
                 "program": self.workload, "input": self.input, "warmup": warmup,
                 "samples": samples, "cpu": cpu, "profile": self.profile, "cache": self.cache,
-                "jit_opt": self.jit_opt, "bf_opt": self.bf_opt}
+                "jit_opt": self.jit_opt, "bf_opt": self.bf_opt, "partner": self.partner}
 
     def build(self, code_layout: int = 0):
         return build_mod.build(self.mode, self.cc, self.flags, profile=self.profile,
@@ -71,6 +84,7 @@ class Config:
         d["flags"] = " ".join(self.flags)
         d["workload"] = self.workload_name
         d.pop("input")
+        d.pop("partner")        # (the partner is a configuration of its own in the file)
         for name in ("profile", "tag", "cache", "jit_opt", "bf_opt"):   # only when set: older files stay resumable
             if not d[name]:
                 d.pop(name)
@@ -84,6 +98,7 @@ class Options:
     samples: int = 5             # measured runs in each worker
     cpu: int | None = None       # CPU to pin workers to (default: the last one)
     count_instructions: bool = False
+    count_events: bool = False   # paired workers: hardware events too, where they work
     # with a target, keep adding worker processes (up to max_processes) to
     # each configuration whose 95% interval of the median is wider than
     # +-target_ci (relative)
@@ -193,7 +208,7 @@ def measure_and_tell(configs: list[Config], results: ResultFile, opts: Options,
 def open_results(args, suite: str, configs: list[Config]) -> ResultFile:
     """The results file of a suite's command line: -o, --resume and --force
     (results.open_for), for this run's configurations."""
-    results = results_mod.open_for(suite, [c.key for c in configs],
+    results = results_mod.open_for(suite, [k for c in configs for k in c.keys()],
                                    output=getattr(args, "output", None),
                                    resume=getattr(args, "resume", None),
                                    force=bool(getattr(args, "force", False)))
@@ -218,25 +233,29 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
     vm_counts: dict[tuple, int | str] = {}
     wants: dict[tuple, dict] = {}
     for c in configs:
-        at = (c.workload, c.bf_opt, c.input)
-        if at not in vm_counts:
-            try:
-                if c.workload.startswith("floor:"):
-                    vm_counts[at] = floors.elements_per_sample()
-                else:
-                    wants[at], n = expected.expected(c.workload, c.bf_opt, c.input,
-                                                     opts.tape_len, opts.timeout)
-                    vm_counts[at] = synthetic.instructions_per_run(c.workload) \
-                        if synthetic.is_synthetic(c.workload) else n
-            except RunError as e:
-                vm_counts[at] = str(e)
-        if isinstance(vm_counts[at], str):
-            outcome.failures[c.key] = vm_counts[at]
+        for side in filter(None, (c, c.partner_config())):
+            at = (side.workload, side.bf_opt, side.input)
+            if at not in vm_counts:
+                try:
+                    if side.workload.startswith("floor:"):
+                        vm_counts[at] = floors.elements_per_sample()
+                    else:
+                        wants[at], n = expected.expected(side.workload, side.bf_opt, side.input,
+                                                         opts.tape_len, opts.timeout)
+                        vm_counts[at] = synthetic.instructions_per_run(side.workload) \
+                            if synthetic.is_synthetic(side.workload) else n
+                except RunError as e:
+                    vm_counts[at] = str(e)
+            if isinstance(vm_counts[at], str):
+                outcome.failures[c.key] = vm_counts[at]
     exact: dict[str, int] = {}
     use_perf = opts.count_instructions and counters.hardware_counters()[0]
+    # cycles, instructions and branch-misses per run, where the machine counts them
+    use_events = opts.count_events and counters.event_counters()[0]
     if opts.count_instructions and not use_perf:
-        batch = [c for c in configs if synthetic.is_synthetic(c.workload)
-                 and results.runs_done(c.key) < opts.processes]
+        batch = [side for c in configs if synthetic.is_synthetic(c.workload)
+                 and results.runs_done(c.key) < opts.processes
+                 for side in filter(None, (c, c.partner_config()))]
         if batch:    # synthetic programs: one valgrind process for all of them
             jobs = [{**c.job(0, 1, None), "tape_len": opts.tape_len} for c in batch]
             for c, n in zip(batch, counters.callgrind_batch(jobs)):
@@ -270,6 +289,9 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
                 job["perf_instructions"] = use_perf
                 job["tape_len"] = opts.tape_len
                 job["expected"] = wants.get((c.workload, c.bf_opt, c.input))
+                job["perf_events"] = use_events
+                if c.partner:
+                    job["partner_expected"] = wants.get((c.partner, c.bf_opt, c.input))
                 layouts = code_layouts(opts)
                 job["code_layout"] = layouts[results.runs_done(c.key) % len(layouts)]
                 if opts.layout == "fixed":
@@ -280,16 +302,22 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
                     outcome.failures[c.key] = str(e)
                     progress.step(note=f"{c.key} FAILED")
                     continue
-                run = RunSamples(cycles=out["cycles"], ns=out["ns"], warmup_ns=out["warmup_ns"],
-                                 vm_instructions=vm_counts[c.workload, c.bf_opt, c.input],
-                                 crossings=out.get("crossings"),
-                                 instructions=out.get("instructions", exact.get(c.key)),
-                                 worker_pid=out["pid"], cpu=out["cpu"],
-                                 layout_seed=out["layout_seed"],
-                                 code_layout=out.get("code_layout"), code_at=out.get("code_at"))
-                config = {**c.describe(), "compiler_version": out["compiler_version"],
-                          "build_flags": out["flags"]}
-                results.add(c.key, config, [run], tsc_hz=out["tsc_hz"])
+                for side, got in ((c, out), (c.partner_config(), out.get("partner"))):
+                    if side is None:
+                        continue
+                    run = RunSamples(cycles=got["cycles"], ns=got["ns"],
+                                     warmup_ns=got.get("warmup_ns", []),
+                                     vm_instructions=vm_counts[side.workload, side.bf_opt,
+                                                               side.input],
+                                     crossings=out.get("crossings") if side is c else None,
+                                     instructions=got.get("instructions", exact.get(side.key)),
+                                     worker_pid=out["pid"], cpu=out["cpu"],
+                                     layout_seed=out["layout_seed"],
+                                     code_layout=out.get("code_layout"),
+                                     code_at=out.get("code_at"), events=got.get("events"))
+                    config = {**side.describe(), "compiler_version": out["compiler_version"],
+                              "build_flags": out["flags"]}
+                    results.add(side.key, config, [run], tsc_hz=out["tsc_hz"])
                 results.save()
                 progress.step(note=c.key)
     except KeyboardInterrupt:

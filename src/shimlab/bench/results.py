@@ -36,6 +36,7 @@ import gzip
 import hashlib
 import io
 import json
+import math
 import os
 import platform
 import stat
@@ -68,6 +69,7 @@ K_CPU = "shimlab_cpu"
 K_LAYOUT = "shimlab_layout_seed"
 K_CODE_LAYOUT = "shimlab_code_layout"
 K_CODE_AT = "shimlab_code_at"
+K_EVENTS = "shimlab_events"      # hardware events per run: "cycles=...,branch-misses=..."
 K_TSC_HZ = "shimlab_tsc_hz"
 K_VERSION = "shimlab_version"
 K_GIT = "shimlab_git_commit"
@@ -78,7 +80,7 @@ K_PLAN = "shimlab_plan"
 MAX_BYTES = 256 << 20
 
 _RUN_KEYS = (K_CYCLES, K_INSTRUCTIONS, K_VM_INSTRUCTIONS, K_PID, K_CPU, K_LAYOUT,
-             K_CODE_LAYOUT, K_CODE_AT, K_CROSSINGS)
+             K_CODE_LAYOUT, K_CODE_AT, K_CROSSINGS, K_EVENTS)
 _PYPERF_RUN_KEYS = ("name", "unit", "loops", "inner_loops", "duration")
 _JSON_TAG = "json:"
 
@@ -97,6 +99,7 @@ class RunSamples:
     code_layout: int | None = None       # the interpreter build's code layout (build.code_shift)
     code_at: int | None = None           # where its code landed: sl_interpret's page offset
     crossings: int | None = None         # JIT modes: interpreter <-> trace crossings per run
+    events: dict | None = None           # hardware events per run (name -> mean count)
 
 
 @dataclass
@@ -192,6 +195,12 @@ def _encode_run(run: RunSamples, common: dict) -> pyperf.Run:
                        (K_CODE_AT, run.code_at), (K_CROSSINGS, run.crossings)):
         if value is not None:
             metadata[key] = _as_int(value, key, 0)
+    if run.events:
+        if not all(isinstance(k, str) and k.replace("-", "").isalnum() and
+                   isinstance(v, (int, float)) and math.isfinite(v) and v >= 0
+                   for k, v in run.events.items()):
+            raise ValueError(f"events {run.events!r}: name -> count, each finite and >= 0")
+        metadata[K_EVENTS] = ",".join(f"{k}={float(v)!r}" for k, v in run.events.items())
     return pyperf.Run([v / 1e9 for v in ns], warmups=warmups or None,
                       metadata=metadata, collect_metadata=False)
 
@@ -234,7 +243,21 @@ def _decode_run(run: pyperf.Run) -> RunSamples:
         code_layout=_int_field(md, K_CODE_LAYOUT),
         code_at=_int_field(md, K_CODE_AT),
         crossings=_int_field(md, K_CROSSINGS),
+        events=_events_field(md),
     )
+
+
+def _events_field(md: dict) -> dict | None:
+    value = md.get(K_EVENTS)
+    if value is None:
+        return None
+    try:
+        out = {k: float(v) for k, v in (p.split("=") for p in str(value).split(","))}
+    except ValueError:
+        raise ValueError(f"{K_EVENTS} is {str(value)[:40]!r}, not name=count pairs") from None
+    if not all(math.isfinite(v) and v >= 0 for v in out.values()):
+        raise ValueError(f"{K_EVENTS} is {str(value)[:40]!r}: counts must be finite and >= 0")
+    return out
 
 
 def _decode_benchmark(bench: pyperf.Benchmark) -> ConfigResult:

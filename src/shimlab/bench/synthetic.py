@@ -18,6 +18,17 @@ With ",opt=L" the traces are compiled at trace optimizer level L (default 0,
 one stencil per instruction): at L >= 2 the LOAD_INT/POP pairs fold away, so
 a trace is its crossings alone and keeps cached values in registers.
 
+"crossing:m=4,k=16,n=4000,jit=1" is the paired design's program (bench/
+roundtrip.py): a loop of M segments, each a NOP and then k interpreted
+instructions.  With jit=1 every NOP is a stretch of its own, so the JIT
+installs an empty trace there and each segment crosses into JIT code and
+back; with jit=0 (the null crossing) the same program runs with no trace,
+the NOP interpreted in its place.  The two are the same bytecode, run by
+the same binary: they dispatch the same handlers in the same order and
+differ only in the crossings.  With ",traces=1" the M segments are one
+segment run M times by an inner loop (one trace entered M times per
+iteration, its loop control interpreted in both programs).
+
 With ",live=K" (what `bench transitions --cache K` runs) every iteration
 first pushes K values, which stay on the operand stack under the work of
 every segment and are consumed (added up and stored to a second local) only
@@ -37,7 +48,7 @@ from ..errors import ShimlabError
 from ..frontend.verify import verify
 from ..jit.defaults import LEVELS
 
-PREFIXES = ("transitions:", "interp:")
+PREFIXES = ("transitions:", "interp:", "crossing:")
 MAX_LIVE = 16       # live values: at least every K of --cache
 
 
@@ -52,12 +63,18 @@ class Spec:
     sites: int = 0      # jit-direct-sites: ENTER_JIT copies the traces share (0: one each)
     live: int = 0       # values kept on the operand stack across every crossing
     opt: int = 0        # the traces' optimizer level (jit/optimize.py)
+    jit: int = 1        # crossing: 1 a trace at every NOP, 0 none (the null crossing)
+    traces: int = 0     # crossing: distinct traces (0: one per segment, M; 1: one, entered M times)
 
     @property
     def name(self) -> str:
         live = (f",live={self.live}" if self.live else "") + (f",opt={self.opt}" if self.opt else "")
         if self.kind == "interp":
             return f"interp:k={self.k},n={self.n}{live}"
+        if self.kind == "crossing":
+            return (f"crossing:m={self.m},k={self.k},n={self.n},jit={self.jit}"
+                    + (f",traces={self.traces}" if self.traces else "")
+                    + (f",sites={self.sites}" if self.sites else "") + live)
         sites = f",sites={self.sites}" if self.sites else ""
         return f"transitions:m={self.m},j={self.j},i={self.i},n={self.n}{sites}{live}"
 
@@ -81,9 +98,13 @@ def parse(spec: str) -> Spec:
     elif kind == "interp":
         if s.k < 2 or s.k % 2:
             raise ShimlabError(f"{spec}: k must be an even number >= 2")
+    elif kind == "crossing":
+        if s.m < 1 or s.k < 2 or s.k % 2 or s.jit not in (0, 1) or s.traces not in (0, 1):
+            raise ShimlabError(f"{spec}: m >= 1, k an even number >= 2, jit 0 or 1, "
+                               "traces 0 or 1")
     else:
         raise ShimlabError(f"unknown synthetic workload {spec!r}")
-    if s.sites < 0 or (s.sites and s.kind != "transitions"):
+    if s.sites < 0 or (s.sites and s.kind not in ("transitions", "crossing")):
         raise ShimlabError(f"{spec}: sites must be a positive count, of a transitions program")
     if s.n < 1:
         raise ShimlabError(f"{spec}: n must be at least 1")
@@ -113,6 +134,8 @@ def build(spec: str) -> tuple[Program, list[tuple[int, int]]]:
         a.emit("LOAD_INT", v + 2)
     if s.kind == "interp":
         _pairs(a, s.k)
+    elif s.kind == "crossing":
+        _segments(a, s, stretches)
     else:
         for _ in range(s.m):
             start = a.pc
@@ -137,9 +160,42 @@ def build(spec: str) -> tuple[Program, list[tuple[int, int]]]:
     a.bind(done)
     a.emit("HALT")
     prog = a.finish()
-    prog.functions = ([Function("main", 0, 0, 2, ["n", "sink"], 4)] if s.live
-                      else [Function("main", 0, 0, 1, ["n"], 4)])
+    names = ["n"] + (["sink"] if s.live else []) + (["j"] if s.kind == "crossing" and s.traces
+                                                      else [])
+    prog.functions = [Function("main", 0, 0, len(names), names, 4)]
+    stretches = stretches if s.kind != "crossing" or s.jit else []
     return verify(prog), stretches
+
+
+def _segments(a: Assembler, s: Spec, stretches: list) -> None:
+    """The paired design's body: M times a NOP (the crossing's place) and k
+    interpreted instructions, unrolled, or (traces=1) one such segment in an
+    inner loop of M iterations."""
+    if not s.traces:
+        for _ in range(s.m):
+            stretches.append((a.pc, a.pc + 1))
+            a.emit("NOP")
+            _pairs(a, s.k)
+        return
+    inner = 2 if s.live else 1          # the inner loop's counter: the local after n (and sink)
+    a.load_int(s.m)
+    a.emit("STORE_LOCAL", inner)
+    top = a.label()
+    a.bind(top)
+    stretches.append((a.pc, a.pc + 1))
+    a.emit("NOP")
+    _pairs(a, s.k)
+    a.emit("LOAD_LOCAL", inner)
+    a.emit("LOAD_INT", 1)
+    a.emit("SUB")
+    a.emit("DUP")
+    a.emit("STORE_LOCAL", inner)
+    done = a.label()
+    a.emit("JUMP_IF_FALSE", done)
+    back = a.pc
+    a.emit("LOOP", 0)
+    a.program.code[back] = (a.program.code[back][0], top.pc - back)
+    a.bind(done)
 
 
 def jit_options(spec: str, stretches) -> dict:
@@ -153,8 +209,20 @@ def jit_options(spec: str, stretches) -> dict:
     return out
 
 
+def relocated(spec: str) -> bool:
+    """Whether a JIT run of this program is measured over relocations (the VM
+    and its installed traces moved before every run, vm.bench_relocating):
+    programs with traces installed, and the paired design's null crossing
+    too, so that both sides of a pair are measured the same way."""
+    s = parse(spec)
+    return s.kind in ("crossing", "transitions")
+
+
 def instructions_per_run(spec: str) -> int:
     s = parse(spec)
+    if s.kind == "crossing":     # M NOPs and stretches; an inner loop: 2 to set, 7 a pass
+        body = s.m * (1 + s.k) + (7 * s.m + 1 if s.traces else 0)     # (its last: no LOOP)
+        return 2 + s.n * (body + 2 * s.live + 7)
     body = s.k if s.kind == "interp" else s.j + s.i
     # setup; body, the live values' 2K and control (the last LOOP is HALT)
     return 2 + s.n * (body + 2 * s.live + 7)

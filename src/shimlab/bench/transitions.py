@@ -305,7 +305,7 @@ def _floor_text(parts: list[dict]) -> str:
     return " + ".join(f"{p['floor']}: {p['where']}" for p in parts)
 
 
-def _floor_short(parts: list[dict]) -> str:
+def floor_short(parts: list[dict]) -> str:
     names = [p["floor"] for p in parts]
     return " + ".join(f"{names.count(f)} x {f}" if names.count(f) > 1 else f
                       for f in dict.fromkeys(names))
@@ -329,7 +329,7 @@ def report(a: dict, out=None) -> None:
         # a ratio of slopes means something only where both are one cost
         vs = r.get("vs_direct") if r["linear"] and direct and direct["linear"] else None
         rows.append((mode, r["round_trip"].fmt(1) if r["linear"] else NOT_LINEAR,
-                     f"{r['floor'].value:.2f} ({_floor_short(r['floor_parts'])})",
+                     f"{r['floor'].value:.2f} ({floor_short(r['floor_parts'])})",
                      "-" if r["instructions"] is None else f"{r['instructions']:.1f}",
                      r["dispatches"].fmt(2) if r["linear"] else "-",
                      "-" if vs is None else vs.fmt(2)))
@@ -746,9 +746,17 @@ def draw_cache(ax, a: dict) -> None:
 
 # -- command ------------------------------------------------------------------------
 
+def compiler(cc: str | None) -> str:
+    """The compiler of a transition benchmark: one that builds every crossing."""
+    return toolchain.get_compiler(cc, need=set(mode_registry.get("jit-direct").features)).name
+
+
 def main(args) -> int:
+    if getattr(args, "design", "paired") == "paired":
+        from . import roundtrip
+        return roundtrip.main(args)
     size = dict(SIZES[args.size], jit_opt=getattr(args, "jit_opt", 0) or 0)
-    cc = toolchain.get_compiler(args.cc, need=set(mode_registry.get("jit-direct").features)).name
+    cc = compiler(args.cc)
     modes = tuple(args.mode or MODES)
     caches = sorted(set(getattr(args, "cache", None) or [0]))
     configs = configs_for(size, cc, modes, caches)

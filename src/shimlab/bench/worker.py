@@ -17,7 +17,7 @@ from ..abi.vmh import ffi
 from ..frontend import load_program
 from ..interp import build, loader
 from ..jit.memory import CodeMemory
-from . import expected, floors, synthetic
+from . import counters, expected, floors, synthetic
 from .counters import count_run_instructions
 
 
@@ -44,26 +44,14 @@ def run_job(job: dict) -> dict:
                     cache=int(job.get("cache") or 0))
     if job["program"].startswith("floor:"):
         return _run_floor(job, b)
-    jit = None
-    if synthetic.is_synthetic(job["program"]):
-        program, stretches = synthetic.build(job["program"])
-        if modes.is_jit(job["mode"]):
-            jit = synthetic.jit_options(job["program"], stretches)
-    else:
-        program = load_program(job["program"], bf_opt=int(job.get("bf_opt") or 0))
-        if modes.is_jit(job["mode"]):
-            jit = {"opt": int(job.get("jit_opt") or 0)}
-    if job.get("stencils") and modes.is_jit(job["mode"]):     # bench programs --stencil
-        jit = {**(jit or {}), "stencils": dict(job["stencils"])}
+    if job.get("partner"):
+        return _run_pair(job, b)
+    program, jit = _program(job, job["program"])
     data = b""
     if job.get("input"):
         with open(job["input"], "rb") as f:
             data = f.read()
-    # the seed of this process's sequence of layouts, one per run (driver.c);
-    # a job can fix the layout with seed 0
-    seed = job.get("layout_seed")
-    if seed is None:
-        seed = int.from_bytes(os.urandom(4), "little") or 1
+    seed = _seed(job)
     tape_len = int(job.get("tape_len") or reference.TAPE_LEN)     # --tape-size
     with vm.Loaded(b, program, data, layout_seed=seed, jit=jit, tape_len=tape_len) as loaded:
         tsc_hz = calibrate_tsc(loaded.lib)
@@ -71,16 +59,11 @@ def run_job(job: dict) -> dict:
         # the first run, a warm-up (or one more, untimed), is held to what the
         # program must compute: a wrong answer is never timed
         for n in range(max(int(job.get("warmup", 1)), 1 if job.get("expected") else 0)):
-            result = loaded.run()
-            if n == 0 and job.get("expected"):
-                why = expected.difference(expected.summary(result), job["expected"], "this run")
-                if why:
-                    raise SystemExit(f"{Path(job['program']).name}: computes a wrong answer, "
-                                     f"not timed: {why}")
-            if result.status:
-                raise SystemExit(f"{job['program']}: {reference.describe_error(program, result)}")
+            _check_first_run(loaded, program, job.get("expected") if n == 0 else None,
+                             job["program"])
             warmup_ns.append(loaded.ns)
-        if jit is not None and jit.get("stretches") and seed:
+        if jit is not None and synthetic.is_synthetic(job["program"]) and \
+                synthetic.relocated(job["program"]) and seed:
             # traces installed up front: move them and the VM for every run
             cycles, ns = loaded.bench_relocating(int(job.get("samples", 5)), seed)
         else:
@@ -95,6 +78,84 @@ def run_job(job: dict) -> dict:
     if jit is not None and not jit.get("stretches"):
         out["crossings"] = count_crossings(b, program, data, jit, tape_len)
     return out
+
+
+def _program(job: dict, workload: str):
+    """A workload's program and, in a JIT mode, the JIT's options for it."""
+    jit = None
+    if synthetic.is_synthetic(workload):
+        program, stretches = synthetic.build(workload)
+        if modes.is_jit(job["mode"]):
+            jit = synthetic.jit_options(workload, stretches)
+    else:
+        program = load_program(workload, bf_opt=int(job.get("bf_opt") or 0))
+        if modes.is_jit(job["mode"]):
+            jit = {"opt": int(job.get("jit_opt") or 0)}
+    if job.get("stencils") and modes.is_jit(job["mode"]):     # bench programs --stencil
+        jit = {**(jit or {}), "stencils": dict(job["stencils"])}
+    return program, jit
+
+
+def _seed(job: dict) -> int:
+    """The seed of this process's sequence of layouts, one per run (driver.c);
+    a job can fix the layout with seed 0."""
+    seed = job.get("layout_seed")
+    return (int.from_bytes(os.urandom(4), "little") or 1) if seed is None else seed
+
+
+def _check_first_run(loaded, program, want: dict | None, name: str) -> None:
+    """One run, held to `want` (the program's expected summary) if given."""
+    result = loaded.run()
+    if want:
+        why = expected.difference(expected.summary(result), want, "this run")
+        if why:
+            raise SystemExit(f"{Path(name).name}: computes a wrong answer, not timed: {why}")
+    if result.status:
+        raise SystemExit(f"{name}: {reference.describe_error(program, result)}")
+
+
+def _run_pair(job: dict, b) -> dict:
+    """The paired design (bench/roundtrip.py): the job's program and its
+    partner in one process, on one build and code layout, their runs
+    interleaved, each at a memory layout of its own (the VM, and its traces,
+    moved before every run): what the two have in common, this process
+    included, is common to both sides of the difference."""
+    first = seed = _seed(job)
+    sides = []
+    for n, workload in enumerate((job["program"], job["partner"])):
+        program, jit = _program(job, workload)
+        loaded = vm.Loaded(b, program, b"", layout_seed=seed + n, jit=jit)
+        sides.append((workload, program, loaded))
+    try:
+        tsc_hz = calibrate_tsc(sides[0][2].lib)
+        wants = (job.get("expected"), job.get("partner_expected"))
+        for (workload, program, loaded), want in zip(sides, wants):
+            _check_first_run(loaded, program, want, workload)
+        cycles, ns = ([], []), ([], [])
+        for i in range(int(job.get("samples", 5))):
+            for n, (_, _, loaded) in enumerate(sides):
+                seed = (seed * 1103515245 + 12345 + n) & 0x7FFFFFFF or 1
+                c, t = loaded.bench_relocating(1, seed) if loaded.jit is not None \
+                    else loaded.bench(1, 1)
+                cycles[n].extend(c)
+                ns[n].extend(t)
+        counted = [counters.count_events(loaded, COUNTED_RUNS) if job.get("perf_events")
+                   else None for _, _, loaded in sides]
+    finally:
+        for _, _, loaded in sides:
+            loaded.close()
+    out = {"cycles": cycles[0], "ns": ns[0], "warmup_ns": [], "tsc_hz": tsc_hz,
+           "pid": os.getpid(), "cpu": sorted(os.sched_getaffinity(0))[0],
+           "compiler_version": b.compiler.version, "flags": " ".join(b.command_flags),
+           "layout_seed": first,
+           "code_layout": b.code_layout, "code_at": code_placement(sides[0][2].lib),
+           "partner": {"cycles": cycles[1], "ns": ns[1]}}
+    if counted[0] is not None:
+        out["events"], out["partner"]["events"] = counted
+    return out
+
+
+COUNTED_RUNS = 5      # runs per side counted with hardware events, after the timed ones
 
 
 def count_crossings(b, program, data: bytes, jit: dict, tape_len: int) -> int:

@@ -73,10 +73,20 @@ def add_parser(sub, help_text: str) -> None:
 
     t = bsub.add_parser("transitions", help="the cost of one interpreter<->JIT round trip, "
                         "shim against direct")
+    t.add_argument("--design", choices=["paired", "sweep"], default="paired",
+                   help="paired (default): each crossing against a null crossing, the same "
+                        "program with a NOP interpreted where the trace was, run by the same "
+                        "worker on the same build (bench/roundtrip.py); sweep: the slope "
+                        "against M round trips at constant work, each M its own program (the "
+                        "design before, with its anomaly report)")
     t.add_argument("--size", choices=list(transitions.SIZES), default="quick",
-                   help="tiny: M = 1, 2, 4, a smoke test; quick (default): M = 4, 8, 16, 32, "
-                        "3 processes per program, about 90 s; full: the same densities, 5x "
-                        "longer loops and 10 processes (the README's figures)")
+                   help="paired: tiny, a smoke test; quick (default): M = 2, 4, 8 at k = 16, "
+                        "6 processes over 3 code layouts, about 2 minutes; full: also k = 4 "
+                        "and 64, M = 1 and 16, one trace entered M times, 12 processes. "
+                        "sweep: tiny M = 1, 2, 4; quick M = 4, 8, 16, 32; full 5x longer loops")
+    t.add_argument("--code-layouts", type=positive_int, metavar="K",
+                   help="paired: builds per crossing with the code shifted, the worker "
+                        "processes spread over them (default: 3, tiny 2)")
     t.add_argument("--cc", help="compiler (a clang with preserve_none; default: the best)")
     t.add_argument("--mode", action="append", choices=transitions.MODES,
                    help="crossing(s) to measure (default: all)")

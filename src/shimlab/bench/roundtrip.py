@@ -1,0 +1,436 @@
+"""`shimlab bench transitions` (the paired design, its default): what one
+round trip between interpreter and JIT code costs, as the difference
+between two programs that differ only in the crossing.
+
+The program (synthetic.py, "crossing:"): a loop of M segments, each a NOP
+and k interpreted instructions.  With jit=1 the JIT installs an empty trace
+at every NOP, so each segment enters JIT code and comes back; its null
+crossing, jit=0, runs the same bytecode with no trace: the NOP is
+interpreted where the trace was.  Both dispatch the same handlers in the
+same order; one worker process runs both, interleaved, on one build and one
+code layout, each run at a memory layout of its own, so the process, the
+build and its layout are common to both sides (stats.paired_difference).
+A round trip is the difference per crossing: (T_jit - T_null) / M.
+
+One factor moves at a time around a base point (M = 4, k = 16): the density
+(M crossings per iteration, with as many traces), the interpreted stretch
+k, and (traces=1) one trace entered M times instead of M traces.  Code
+layout is a factor too: each configuration is built --code-layouts times
+with its code shifted and the processes cycle through the builds.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import modes as mode_registry
+from . import cpu as cpu_mod
+from . import floors, harness, stats, transitions
+from .results import ResultFile
+from .table import table
+
+MODES = mode_registry.JIT
+
+
+@dataclass(frozen=True)
+class Point:
+    m: int            # crossings per iteration
+    k: int            # interpreted instructions after each crossing
+    traces: int = 0   # 0: M traces, one per crossing; 1: one trace entered M times
+
+    def label(self) -> str:
+        return f"M={self.m} k={self.k}" + (" one trace" if self.traces else "")
+
+
+# per size: the base point, each factor's values (the others at the base),
+# iterations, (processes, warm-up, samples) and code layouts
+SIZES = {
+    "tiny": dict(base=Point(2, 8), ms=(1, 2, 4), ks=(), one_trace=False, n=300,
+                 runs=(2, 1, 4), code_layouts=2),
+    "quick": dict(base=Point(4, 16), ms=(2, 4, 8), ks=(), one_trace=False, n=4000,
+                  runs=(6, 1, 10), code_layouts=3),
+    "full": dict(base=Point(4, 16), ms=(1, 2, 4, 8, 16), ks=(4, 16, 64), one_trace=True,
+                 n=20000, runs=(12, 1, 20), code_layouts=3),
+}
+
+
+def points(size: dict) -> list[Point]:
+    """Every point measured: the base, then each factor's other values."""
+    base = size["base"]
+    out = [base] + [Point(m, base.k) for m in size["ms"]] + \
+        [Point(base.m, k) for k in size["ks"]] + \
+        ([Point(base.m, base.k, 1)] if size["one_trace"] else [])
+    return list(dict.fromkeys(out))
+
+
+def spec(p: Point, size: dict, jit: int, live: int = 0) -> str:
+    """A program of the pair: jit=1 crosses at every NOP, jit=0 is its null."""
+    opt = size.get("jit_opt", 0)
+    return (f"crossing:m={p.m},k={p.k},n={size['n']},jit={jit}"
+            + (",traces=1" if p.traces else "") + (f",live={live}" if live else "")
+            + (f",opt={opt}" if opt else ""))
+
+
+def configs_for(size: dict, cc: str, modes=MODES, caches=(0,)) -> list[harness.Config]:
+    """At each K: every crossing at every point, its null crossing as the
+    partner (same worker, same build); the floors once."""
+    out = []
+    for k in caches:
+        for mode in transitions.modes_at(modes, k):
+            out += [harness.Config("transitions", spec(p, size, 1, k), mode, cc, cache=k,
+                                   partner=spec(p, size, 0, k)) for p in points(size)]
+    out += [harness.Config("transitions", f"floor:{f}", "jit-direct", cc) for f in floors.FLOORS]
+    return out
+
+
+# -- analysis ---------------------------------------------------------------------
+
+def _pairs(results: ResultFile, a_key: str, b_key: str, n: int, layout=None):
+    """The per-iteration cycle samples of the two sides, one group per worker
+    process that ran both (optionally only the processes of one code layout)."""
+    a_runs, b_runs = results.get(a_key).runs, results.get(b_key).runs
+    by_pid = {r.worker_pid: r for r in b_runs}
+    a, b = [], []
+    for r in a_runs:
+        partner = by_pid.get(r.worker_pid)
+        if partner is None or (layout is not None and r.code_layout != layout):
+            continue
+        a.append(np.asarray(r.cycles, float) / n)
+        b.append(np.asarray(partner.cycles, float) / n)
+    return a, b
+
+
+def _scaled(e: stats.Estimate, by: float) -> stats.Estimate:
+    return stats.estimate(e.value / by, e.reps / by)
+
+
+def _per_run_difference(results: ResultFile, a_key: str, b_key: str, field: str,
+                        per: float) -> float | None:
+    """(A - B) / per from a per-run count (exact instructions), or None."""
+    a, b = results.get(a_key).runs[0], results.get(b_key).runs[0]
+    x, y = getattr(a, field), getattr(b, field)
+    return None if x is None or y is None else (x - y) / per
+
+
+def _events(results: ResultFile, a_key: str, b_key: str, per: float) -> dict | None:
+    """Hardware events per round trip (the mean over processes of A - B), or None."""
+    pairs = [(r, q) for r, q in zip(results.get(a_key).runs, results.get(b_key).runs)
+             if r.events and q.events]
+    if not pairs:
+        return None
+    names = sorted(set.intersection(*(set(r.events) & set(q.events) for r, q in pairs)))
+    return {name: float(np.mean([(r.events[name] - q.events[name]) / per for r, q in pairs]))
+            for name in names}
+
+
+def _point(results, size, cc, mode, p: Point, k: int, rng, n_boot: int) -> dict:
+    n = size["n"]
+    a_key = transitions.key(spec(p, size, 1, k), mode, cc, k)
+    b_key = transitions.key(spec(p, size, 0, k), mode, cc, k)
+    a, b = _pairs(results, a_key, b_key, n)
+    diff = stats.paired_difference(a, b, n_boot, rng)
+    layouts = sorted({r.code_layout for r in results.get(a_key).runs
+                      if r.code_layout is not None})
+    per_layout = {}
+    for lay in layouts:
+        la, lb = _pairs(results, a_key, b_key, n, lay)
+        if la:
+            per_layout[lay] = _scaled(stats.paired_difference(la, lb, n_boot, rng), p.m)
+    return {"point": p, "difference": diff, "round_trip": _scaled(diff, p.m),
+            "null": stats.median_estimate(b, n_boot, rng),
+            "instructions": _per_run_difference(results, a_key, b_key, "instructions",
+                                                n * p.m),
+            "events": _events(results, a_key, b_key, n * p.m), "layouts": per_layout,
+            "processes": len(a)}
+
+
+def analyze(results: ResultFile, size: dict, cc: str, modes=MODES, caches=(0,),
+            n_boot: int = 2000) -> dict:
+    rng = np.random.default_rng(0)
+    pts, base = points(size), size["base"]
+    out = {"size": {k: v for k, v in size.items() if k not in ("runs",)},
+           "cache": {}, "floors": {}, "cpu": cpu_mod.identify(), "cc": cc}
+    for f in floors.FLOORS:
+        g = [np.asarray(x, float) / floors.elements_per_sample()
+             for x in results.get(transitions.key(f"floor:{f}", "jit-direct", cc)).cycles_groups()]
+        out["floors"][f] = stats.median_estimate(g, n_boot, rng)
+    for k in caches:
+        ms_out = {}
+        for mode in transitions.modes_at(modes, k):
+            at = {p: _point(results, size, cc, mode, p, k, rng, n_boot) for p in pts}
+            dens = [p for p in pts if p.k == base.k and not p.traces]
+            dens.sort(key=lambda p: p.m)
+            r = {"points": at, "base": at[base]}
+            if len(dens) >= 2:
+                xs = [p.m for p in dens]
+                per = [at[p]["round_trip"] for p in dens]
+                # the difference is 0 at M = 0 by construction (the programs are
+                # then one program): linear means one cost per crossing at every M
+                unequal = stats.unequal_pairs(per)
+                # one interpreted instruction here: the null program's cost
+                # against M, per added segment of k + 1 instructions
+                per_ins = _scaled(stats.slope_estimate(xs, [at[p]["null"] for p in dens]),
+                                  base.k + 1)
+                r["density"] = {"ms": xs, "linear": not unequal,
+                                "unequal": [(xs[i], xs[j]) for i, j in unequal],
+                                "through_zero": _through_zero(xs, [at[p]["difference"]
+                                                                   for p in dens]),
+                                "interpreted_instruction": per_ins}
+                r["dispatches"] = stats.ratio_of(r["base"]["round_trip"], per_ins)
+            parts = transitions.floor_parts(mode)
+            r["floor_parts"] = [{"floor": f, "where": w} for f, w in parts]
+            r["floor"] = stats.sum_of([out["floors"][f] for f, _ in parts])
+            ms_out[mode] = r
+        if "jit-direct" in ms_out:
+            d = ms_out["jit-direct"]
+            for r in ms_out.values():
+                r["vs_direct"] = {p: stats.difference(r["points"][p]["round_trip"],
+                                                      d["points"][p]["round_trip"]) for p in pts}
+                r["vs_direct_layouts"] = {
+                    lay: stats.difference(e, d["base"]["layouts"][lay])
+                    for lay, e in r["base"]["layouts"].items() if lay in d["base"]["layouts"]}
+        out["cache"][k] = ms_out
+    out["anomalies"] = _anomalies(out)
+    return out
+
+
+def _through_zero(xs, points) -> stats.Estimate:
+    """The least-squares slope of the differences against M through the
+    origin (sum M d / sum M^2): one round trip's cost over every density,
+    a finding where the density is linear."""
+    x = np.asarray(xs, float)
+    ys = np.vstack([p.reps for p in points])
+    value = float(np.dot(x, [p.value for p in points]) / np.dot(x, x))
+    return stats.estimate(value, (x[:, None] * ys).sum(axis=0) / np.dot(x, x))
+
+
+def _anomalies(a: dict) -> list[str]:
+    """What no crossing can cost: a round trip whose interval lies below 0,
+    or below its floor.  (A cost that changes with the density is a
+    finding, reported with the density, not an anomaly: the two programs
+    are one program at M = 0, so nothing but the crossings can differ.)"""
+    out = []
+    for k, ms in a["cache"].items():
+        pre = f"K={k}: " if k else ""
+        for mode, r in ms.items():
+            for p, at in r["points"].items():
+                e = at["round_trip"]
+                if e.hi < 0:
+                    out.append(f"{pre}{mode}: negative cost at {p.label()}: {e.fmt(1)} cycles "
+                               "per round trip (interval below 0)")
+                elif stats.difference(e, r["floor"]).hi < 0:
+                    out.append(f"{pre}{mode}: below its floor at {p.label()}: {e.fmt(1)} "
+                               f"cycles, under {r['floor'].fmt(2)} "
+                               f"({transitions.floor_short(r['floor_parts'])})")
+    return out
+
+
+# -- report ------------------------------------------------------------------------
+
+def verdict(a: dict, k=None, shim: str = "jit-shim") -> str:
+    """One sentence: which of the shim and the direct crossing is cheaper on
+    this CPU and by how much, and at how many code layouts it holds."""
+    k = next(iter(a["cache"])) if k is None else k
+    ms = a["cache"][k]
+    if shim not in ms or "jit-direct" not in ms:
+        return ""
+    r, d = ms[shim], ms["jit-direct"]
+    diff, base = r["vs_direct"][a["size"]["base"]], d["base"]["round_trip"]
+    where = f"On {a['cpu']['name']} ({a['cc']}{', K=' + str(k) if k else ''})"
+    per = r["vs_direct_layouts"]
+    if diff.lo > 0:
+        word, sign = "more", 1
+    elif diff.hi < 0:
+        word, sign = "less", -1
+    else:
+        return (f"{where} a round trip through the shim ({r['base']['round_trip'].fmt(1)} "
+                f"cycles) and a direct one ({base.fmt(1)}) do not differ significantly: "
+                f"{shim} minus jit-direct is {diff.fmt(1)} cycles.")
+    agree = sum(1 for e in per.values() if (e.lo > 0 if sign > 0 else e.hi < 0))
+    return (f"{where} a round trip through the shim costs {abs(diff.value):.1f} cycles {word} "
+            f"than a direct one ({shim} minus jit-direct {diff.fmt(1)}; direct "
+            f"{base.fmt(1)} cycles, shim {r['base']['round_trip'].fmt(1)}); significant the "
+            f"same way at {agree} of {len(per)} code layouts on their own.")
+
+
+def report(a: dict, out=None) -> None:
+    out = out or sys.stdout
+    s, base = a["size"], a["size"]["base"]
+    for k, ms in a["cache"].items():
+        print(verdict(a, k), file=out)
+        if "jit-shim-args" in ms:
+            print(verdict(a, k, "jit-shim-args").replace("the shim", "the shim that passes "
+                                                         "the values (jit-shim-args)"), file=out)
+    print(file=out)
+    for k, ms in a["cache"].items():
+        _headline(a, k, ms, out)
+    print(f"\nround trip = (T_jit - T_null) / M: the same loop run with an empty trace at each "
+          f"of its M NOPs and with none (the NOP interpreted), by one worker process on one "
+          f"build, interleaved; {base.label()}, {s['n']} iterations, "
+          f"{s['code_layouts']} code layouts. The interval is over worker processes, paired.",
+          file=out)
+    for k, ms in a["cache"].items():
+        _density(a, k, ms, out)
+        _factors(a, k, ms, out)
+        _layouts(a, k, ms, out)
+        _nulls(a, k, ms, out)
+    frows = [(f, transitions.FLOOR_TEXT[f], e.fmt(2), floors.INSTRUCTIONS[f])
+             for f, e in a["floors"].items()]
+    print("\nfloors, measured in the same run (a round trip costs at least its floor):",
+          file=out)
+    print(table(frows, ["floor", "what it times", "cycles [95% CI]", "instructions"],
+                align="lllr"), file=out)
+    print("\nanomalies: none" if not a["anomalies"] else
+          "\n".join(["\nanomalies:", *(f"  - {x}" for x in a["anomalies"])]), file=out)
+
+
+def _headline(a: dict, k, ms: dict, out) -> None:
+    events = any(r["base"]["events"] for r in ms.values())
+    rows = []
+    for mode, r in ms.items():
+        b = r["base"]
+        vs = r.get("vs_direct", {}).get(a["size"]["base"])
+        row = [mode, b["round_trip"].fmt(1),
+               "-" if vs is None or mode == "jit-direct" else vs.fmt(1),
+               "-" if b["instructions"] is None else f"{b['instructions']:.1f}",
+               r["dispatches"].fmt(2) if "dispatches" in r else "-",
+               f"{r['floor'].value:.1f}"]
+        if events:
+            ev = b["events"] or {}
+            row.append("-" if "branch-misses" not in ev else f"{ev['branch-misses']:.2f}")
+        rows.append(tuple(row))
+    head = ["mode", "cycles/round trip [95% CI]", "minus jit-direct", "instructions",
+            "dispatches", "floor"] + (["branch misses"] if events else [])
+    title = f"K={k}: " if k else ""
+    print(f"{title}one round trip per crossing ({a['cpu']['name']}, {a['cc']}):", file=out)
+    print(table(rows, head, align="l" * len(head)), file=out)
+    if not events:
+        print(f"(hardware counters: {a['cpu'].get('counters', 'not read')}; instructions are "
+              "exact, from callgrind)", file=out)
+
+
+def _density(a: dict, k, ms: dict, out) -> None:
+    first = next(iter(ms.values()))
+    if "density" not in first:
+        return
+    xs = first["density"]["ms"]
+    rows = []
+    for mode, r in ms.items():
+        d = r["density"]
+        at = {p.m: e for p, e in r["points"].items() if p.k == a["size"]["base"].k
+              and not p.traces}
+        rows.append((mode, *(at[m]["round_trip"].fmt(1) for m in xs),
+                     d["through_zero"].fmt(1) if d["linear"] else "-",
+                     "yes" if d["linear"] else "no: " + ", ".join(
+                         f"M={x} vs {y}" for x, y in d["unequal"])))
+    n_pairs = len(xs) * (len(xs) - 1) // 2
+    print(f"\n{'K=' + str(k) + ': ' if k else ''}density: cycles per round trip at M crossings "
+          f"(and traces) per iteration, k={a['size']['base'].k}; linear: one cost at every M "
+          f"(no two differ, each pair at {100 * (1 - 0.05 / max(n_pairs, 1)):.3g}%); "
+          "over all M: the slope of the difference through 0, where linear:", file=out)
+    print(table(rows, ["mode"] + [f"M={m}" for m in xs] + ["over all M", "linear"],
+                align="l" * (len(xs) + 3)), file=out)
+
+
+def _factors(a: dict, k, ms: dict, out) -> None:
+    base = a["size"]["base"]
+    others = [p for p in next(iter(ms.values()))["points"]
+              if p.k != base.k or p.traces]
+    if not others:
+        return
+    cols = [base] + others
+    rows = [(mode, *(r["points"][p]["round_trip"].fmt(1) for p in cols),
+             *(r["vs_direct"][p].fmt(1) for p in cols if mode != "jit-direct"))
+            if mode != "jit-direct" else
+            (mode, *(r["points"][p]["round_trip"].fmt(1) for p in cols), *("-" for _ in cols))
+            for mode, r in ms.items()]
+    print(f"\n{'K=' + str(k) + ': ' if k else ''}one factor at a time around {base.label()}: "
+          "cycles per round trip, then minus jit-direct at the same point:", file=out)
+    print(table(rows, ["mode"] + [p.label() for p in cols] + [f"-direct {p.label()}"
+                                                              for p in cols],
+                align="l" * (1 + 2 * len(cols))), file=out)
+
+
+def _layouts(a: dict, k, ms: dict, out) -> None:
+    lays = sorted({lay for r in ms.values() for lay in r["base"]["layouts"]})
+    if len(lays) < 2:
+        return
+    rows = []
+    for mode, r in ms.items():
+        cells = [r["base"]["layouts"][lay].fmt(1) if lay in r["base"]["layouts"] else "-"
+                 for lay in lays]
+        vs = [r["vs_direct_layouts"][lay].fmt(1) if mode != "jit-direct" and
+              lay in r.get("vs_direct_layouts", {}) else "-" for lay in lays]
+        rows.append((mode, *cells, *vs))
+    print(f"\n{'K=' + str(k) + ': ' if k else ''}per code layout (the build's code shifted), "
+          f"at {a['size']['base'].label()}: cycles per round trip, then minus jit-direct:",
+          file=out)
+    print(table(rows, ["mode"] + [f"layout {x}" for x in lays] +
+                [f"-direct, layout {x}" for x in lays], align="l" * (1 + 2 * len(lays))),
+          file=out)
+
+
+def _nulls(a: dict, k, ms: dict, out) -> None:
+    """The null program, the same bytecode on every crossing's build: how far
+    the builds differ with no crossing at all (what a comparison of crossings
+    that are not paired inside one build also measures)."""
+    base = a["size"]["base"]
+    rows = [(mode, r["base"]["null"].fmt(1)) for mode, r in ms.items()]
+    print(f"\n{'K=' + str(k) + ': ' if k else ''}the null program ({base.label()}, no trace) "
+          "on each crossing's build: cycles per iteration (the same bytecode; the builds "
+          "differ in their ENTER_JIT and where their code lies):", file=out)
+    print(table(rows, ["build", "cycles/iteration [95% CI]"], align="ll"), file=out)
+
+
+def to_json(a: dict) -> dict:
+    """The analysis as JSON: every Estimate as {"value", "ci95"}, points by label."""
+    def enc(v):
+        if isinstance(v, stats.Estimate):
+            return {"value": v.value, "ci95": [v.lo, v.hi]}
+        if isinstance(v, Point):
+            return {"m": v.m, "k": v.k, "traces": v.traces}
+        if isinstance(v, dict):
+            return {(x.label() if isinstance(x, Point) else str(x)): enc(y) for x, y in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [enc(x) for x in v]
+        return v
+    out = enc(a)
+    out["verdict"] = verdict(a)
+    return out
+
+
+def main(args) -> int:
+    size = dict(SIZES[args.size], jit_opt=getattr(args, "jit_opt", 0) or 0)
+    if getattr(args, "code_layouts", None):
+        size["code_layouts"] = args.code_layouts
+    cc = transitions.compiler(args.cc)
+    modes = tuple(args.mode or MODES)
+    caches = sorted(set(getattr(args, "cache", None) or [0]))
+    configs = configs_for(size, cc, modes, caches)
+    procs, warmup, samples = size["runs"]
+    opts = harness.Options(processes=args.processes or procs, warmup=warmup,
+                           samples=args.samples or samples, cpu=args.cpu,
+                           count_instructions=not args.no_count, count_events=True,
+                           code_layouts=size["code_layouts"])
+    results = harness.open_results(args, "transitions", configs)
+    path = results.path
+    print(f"{len(configs)} configurations (a crossing and its null crossing each) x "
+          f"{opts.processes} worker processes over {opts.code_layouts} code layouts x "
+          f"{opts.samples} samples ({cc}"
+          + (f"; K = {', '.join(map(str, caches))}" if caches != [0] else "") + ")",
+          file=sys.stderr)
+    outcome = harness.measure_and_tell(configs, results, opts)
+    if outcome.interrupted:
+        return 130
+    if outcome.failures:
+        return 1
+    a = analyze(results, size, cc, modes, caches)
+    a["cpu"]["counters"] = cpu_mod.counters_note()
+    report(a)
+    summary = path.with_name(path.stem + "-summary.json")
+    summary.write_text(json.dumps(to_json(a), indent=1))
+    print(f"\nresults: {path} (pyperf JSON), summary: {summary.name}")
+    return 0
