@@ -62,3 +62,12 @@ def test_no_other_module_lists_the_modes():
     offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "src" / "shimlab").rglob("*.py")
                  if p.name != "modes.py" and pattern.search(p.read_text())]
     assert not offenders, offenders
+
+
+def test_the_shims_are_the_modes_entered_by_a_c_call_that_the_trace_returns_to():
+    """Mode.shim tells the shims apart (what the benchmarks price against the
+    direct crossings); it agrees with how their traces leave: by returning."""
+    shims = {m.name for m in modes.MODES.values() if m.shim}
+    assert shims == {m.name for m in modes.MODES.values() if m.exit_stencil == "exit:shim"}
+    assert "jit-shim" in shims and "jit-direct" not in shims
+    assert not any(m.shim for m in modes.MODES.values() if not m.jit)

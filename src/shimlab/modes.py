@@ -53,6 +53,9 @@ class Mode(Frozen):
     # stack before the trace runs (the shim's C call cannot carry them in the
     # preserve_none registers); else the trace is entered with them in registers
     entry_spills: bool = False
+    # entered through an ordinary C call to a conversion shim, and left by
+    # returning to it (the crossings the lab prices against the direct ones)
+    shim: bool = False
 
     @property
     def build_name(self) -> str:
@@ -88,7 +91,8 @@ _REGISTRY = (
     _jit("jit-shim", "traces entered and left through a C shim", "SL_JIT_SHIM",
          entry="ENTER_JIT calls the C shim, which saves rbx, r12-r15 and calls the trace",
          exit="the trace returns the resume ip to the shim; ENTER_JIT dispatches",
-         exit_stencil="exit:shim", count_exit_stencil="exit:shim", entry_spills=True),
+         exit_stencil="exit:shim", count_exit_stencil="exit:shim", entry_spills=True,
+         shim=True),
     _jit("jit-shim-args", "as jit-shim, the cached values passed through the shim's C "
          "signature", "SL_JIT_SHIM_ARGS",
          entry="ENTER_JIT calls a C shim whose arguments include the K cached values (past "
@@ -96,7 +100,7 @@ _REGISTRY = (
          "their registers",
          exit="the exit spills the cached values to the operand stack and returns the resume "
          "ip to the shim; ENTER_JIT reloads them and dispatches",
-         exit_stencil="exit:shim", count_exit_stencil="exit:shim"),
+         exit_stencil="exit:shim", count_exit_stencil="exit:shim", shim=True),
     _jit("jit-direct", "preserve_none tail call in, dispatch-table jump out", "SL_JIT_DIRECT",
          entry=_DIRECT_ENTRY, exit=_TABLE_EXIT, exit_stencil="exit:direct",
          count_exit_stencil="exit:direct:count", exits_to_handler="deopt"),

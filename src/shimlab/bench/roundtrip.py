@@ -180,9 +180,10 @@ def analyze(results: ResultFile, size: dict, cc: str, modes=MODES, caches=(0,),
                                                                    for p in dens]),
                                 "interpreted_instruction": per_ins}
                 r["dispatches"] = stats.ratio_of(r["base"]["round_trip"], per_ins)
-            parts = transitions.floor_parts(mode)
+            parts = floor_parts(mode)
             r["floor_parts"] = [{"floor": f, "where": w} for f, w in parts]
-            r["floor"] = stats.sum_of([out["floors"][f] for f, _ in parts])
+            r["floor"] = stats.sum_of([out["floors"][f] for f, _ in parts]) if parts \
+                else stats.estimate(0.0, np.zeros(n_boot))
             ms_out[mode] = r
         if "jit-direct" in ms_out:
             d = ms_out["jit-direct"]
@@ -195,6 +196,33 @@ def analyze(results: ResultFile, size: dict, cc: str, modes=MODES, caches=(0,),
         out["cache"][k] = ms_out
     out["anomalies"] = _anomalies(out)
     return out
+
+
+def floor_parts(mode: str) -> list[tuple[str, str]]:
+    """The floors (floors.FLOORS) that one round trip of `mode` must cost at
+    least over its null crossing, each with the part it stands for.
+
+    The null crossing interpreted a NOP: one dispatch into its handler and
+    its own dispatch, an indirect jump through the table, to the next
+    instruction.  The crossing is dispatched to as the NOP was, and its exit
+    takes the place of the NOP's dispatch (through the table, or straight to
+    the handler: a direct jump, no dearer), so what it adds is its entry:
+      jit-direct, jit-direct-handler, jit-trampoline: ENTER_JIT's indirect
+             jump into the trace; jit-direct-sites: its copy's;
+      jit-table: nothing (the dispatch lands in the trace, the exit is a
+             dispatch): no floor above 0;
+      the shims: a call into the shim that saves and restores the
+             callee-saved registers around its call into the trace, which
+             returns (at least a call saving six registers).
+    Read from the mode's record in modes.py, so a new crossing gets its floor."""
+    m = mode_registry.get(mode)
+    if m.shim:
+        return [("call-save6", "the call into the shim, its saves and restores, around "
+                               "the call into the trace")]
+    if m.trace_table and not m.entry_copies:
+        return []
+    return [("indirect", "the jump into the trace" + (" (the ENTER_JIT copy's)"
+                                                      if m.entry_copies else ""))]
 
 
 def _through_zero(xs, points) -> stats.Estimate:

@@ -238,7 +238,7 @@ def floor_parts(mode: str) -> list[tuple[str, str]]:
     Read from the mode's record in modes.py, so a new crossing gets its floor.
     """
     m = mode_registry.get(mode)
-    if m.exit_stencil == "exit:shim":
+    if m.shim:
         return [("call-save6", "the call into the shim, its saves and restores"),
                 ("indirect", "ENTER_JIT's dispatch through the table after the shim returns")]
     parts = []
@@ -504,7 +504,7 @@ def cache_reading(a: dict) -> str:
         parts += ["With the values passed through the shim's C signature (jit-shim-args):"]
         parts += _shim_reading(args, ks, "jit-shim-args", "that shim")
     for mode in a["cache"][ks[-1]]:
-        if mode == "jit-direct" or mode_registry.get(mode).exit_stencil == "exit:shim":
+        if mode == "jit-direct" or mode_registry.get(mode).shim:
             continue            # the shims had their sentences above
         diffs = [(k, stats.difference(ms[mode]["round_trip"], ms["jit-direct"]["round_trip"]))
                  for k, ms in a["cache"].items() if {mode, "jit-direct"} <= set(ms)]
@@ -746,6 +746,58 @@ def draw_cache(ax, a: dict) -> None:
 
 # -- command ------------------------------------------------------------------------
 
+class OneLayout:
+    """A results file seen through one code layout: every configuration's
+    runs of the worker processes that ran that build (results.RunSamples
+    .code_layout), so an analysis can be made per layout."""
+
+    def __init__(self, results, layout: int):
+        self.results, self.layout = results, layout
+
+    def get(self, key: str):
+        from dataclasses import replace
+        r = self.results.get(key)
+        runs = [x for x in r.runs if x.code_layout == self.layout] if not key.startswith(
+            "transitions/floor:") else r.runs         # the floors are machine code of their own
+        return replace(r, runs=runs)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.results
+
+
+def layouts_of(results, keys) -> list[int]:
+    """The code layouts the runs of `keys` were measured at."""
+    return sorted({r.code_layout for k in keys if k in results
+                   for r in results.get(k).runs if r.code_layout is not None})
+
+
+def per_layout(results, size: dict, cc: str, modes=MODES, caches=(0,)) -> dict:
+    """{layout: the sweep's analysis on that layout's runs alone}, when the
+    sweep ran at more than one code layout (--code-layouts)."""
+    keys = [c.key for c in configs_for(size, cc, modes, caches)]
+    lays = layouts_of(results, keys)
+    if len(lays) < 2:
+        return {}
+    return {lay: analyze(OneLayout(results, lay), size, cc, modes, n_boot=500, caches=caches)
+            for lay in lays}
+
+
+def layout_text(layouts: dict) -> str:
+    """The shim's and the direct round trip, and their difference, per code layout."""
+    rows = []
+    for lay, a in layouts.items():
+        m = a["modes"]
+        if not {"jit-shim", "jit-direct"} <= set(m):
+            continue
+        d = stats.difference(m["jit-shim"]["round_trip"], m["jit-direct"]["round_trip"])
+        rows.append((str(lay), fit_text(m["jit-shim"]), fit_text(m["jit-direct"]), d.fmt(1)))
+    if not rows:
+        return ""
+    return ("per code layout (each crossing's build with its code shifted; * not linear in M):\n"
+            + table(rows, ["layout", "jit-shim", "jit-direct", "shim minus direct"],
+                    align="llll"))
+
+
 def compiler(cc: str | None) -> str:
     """The compiler of a transition benchmark: one that builds every crossing."""
     return toolchain.get_compiler(cc, need=set(mode_registry.get("jit-direct").features)).name
@@ -763,7 +815,8 @@ def main(args) -> int:
     procs, warmup, samples = size["runs"]
     opts = harness.Options(processes=args.processes or procs, warmup=warmup,
                            samples=args.samples or samples, cpu=args.cpu,
-                           count_instructions=not args.no_count)
+                           count_instructions=not args.no_count,
+                           code_layouts=getattr(args, "code_layouts", None) or 0)
     results = harness.open_results(args, "transitions", configs)
     path = results.path
     print(f"{len(configs)} configurations x {opts.processes} worker processes x "
@@ -777,6 +830,9 @@ def main(args) -> int:
         return 1
     a = analyze(results, size, cc, modes, caches=caches)
     report(a)
+    layouts = per_layout(results, size, cc, modes, caches)
+    if layouts:
+        print("\n" + layout_text(layouts))
     summary = path.with_name(path.stem + "-summary.json")
     summary.write_text(json.dumps(to_json(a), indent=1))
     print(f"\nresults: {path} (pyperf JSON), summary: {summary.name}")

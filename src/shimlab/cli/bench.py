@@ -85,8 +85,10 @@ def add_parser(sub, help_text: str) -> None:
                         "and 64, M = 1 and 16, one trace entered M times, 12 processes. "
                         "sweep: tiny M = 1, 2, 4; quick M = 4, 8, 16, 32; full 5x longer loops")
     t.add_argument("--code-layouts", type=positive_int, metavar="K",
-                   help="paired: builds per crossing with the code shifted, the worker "
-                        "processes spread over them (default: 3, tiny 2)")
+                   help="builds per crossing with the code shifted, the worker processes "
+                        "spread over them (paired: default 3, tiny 2; sweep: default none, "
+                        "the compiler's placement; with 2 or more each gets a per-layout "
+                        "table)")
     t.add_argument("--cc", help="compiler (a clang with preserve_none; default: the best)")
     t.add_argument("--mode", action="append", choices=transitions.MODES,
                    help="crossing(s) to measure (default: all)")

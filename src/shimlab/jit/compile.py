@@ -92,7 +92,7 @@ def _to_handler(ctx: Context, ex: Exit) -> bool:
 
 def _hot_exit(ctx: Context) -> str:
     mode = modes.get(ctx.mode)
-    if mode.exit_stencil.startswith("exit:shim"):
+    if mode.shim:
         return "opt:hot-exit:shim"
     if mode.trace_order:     # it moves every register back, the K values too
         return "opt:hot-exit:trampoline" + (":count" if ctx.count else "") + (
