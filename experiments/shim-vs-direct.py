@@ -14,32 +14,40 @@
 # %% [markdown]
 # # Shim vs direct: one interpreter/JIT round trip through a C shim and through direct tail calls, and what is left of it in whole programs
 #
-# The same traces, built from the same stencils, entered and left three
-# ways: `jit-shim` (an ordinary C call into a shim that saves the
-# callee-saved registers; the trace returns to it), `jit-direct` (the
-# interpreter tail-calls the trace, whose exit jumps through the dispatch
-# table) and `jit-direct-handler` (the exit jumps straight to the handler of
-# the instruction it resumes at).
+# The same (empty) traces entered and left in every way the lab has:
+# `jit-shim` (an ordinary C call into a shim that saves the callee-saved
+# registers; the trace returns to it), `jit-shim-args` (the same, the cached
+# values passed through the shim's C signature), `jit-direct` (the
+# interpreter tail-calls the trace through `ENTER_JIT`'s one indirect jump,
+# the exit jumps through the dispatch table), `jit-direct-handler` (the exit
+# jumps straight to the handler), `jit-direct-sites` (each trace entered by
+# an `ENTER_JIT` copy of its own), `jit-table` (the interpreter's dispatch
+# lands in the trace) and `jit-trampoline` (traces in another register
+# order, a stub moving every register each way).
 #
-# **The sweep** (`bench/transitions.py`, `bench/synthetic.py`): every loop
-# iteration does the same work, J VM instructions in traces and I in the
-# interpreter, split into M segments of [trace][interpreted]; programs with
-# different M run exactly the same VM instructions (a test checks it opcode
-# by opcode) and differ only in M round trips per iteration.  The cost of one
-# round trip is the slope of cycles per iteration against M, where the costs
-# *between neighbouring M* (the steps) agree; where they do not, the steps are
-# the answer.  Beside it, in the same run, one interpreter dispatch and the
-# machine-code floors (a jump, a predicted indirect jump, a call/ret, a call
-# that saves six registers) that each crossing's added jumps must cost at
-# least; a cost below its floor, or below 0, is an anomaly.
+# **The paired design** (`bench/roundtrip.py`, what `shimlab bench
+# transitions` runs): a loop of M segments, each a NOP and k interpreted
+# instructions; with a trace at every NOP each segment crosses into JIT code
+# and back, and its null crossing is the same bytecode with no trace (the
+# NOP interpreted).  One worker process runs both, interleaved, on one build
+# and code layout: the round trip is (T_jit - T_null) / M with a paired
+# bootstrap interval.  One factor moves at a time: the density M, the
+# interpreted stretch k (full run), one trace entered M times (full run),
+# and the code layout (each build's code shifted).
+#
+# **The old anomaly** (the README before: the shim's 47 extra instructions
+# came out *cheaper* than a direct crossing): the design before (`--design
+# sweep`, a slope over M of programs that are not the same program, each
+# crossing its own binary) is run again here over code layouts, next to the
+# null programs of every build, to see where that came from.
 #
 # **Whole programs** (`bench/programs.py`): BF and minipy programs under
-# `tailcall` and the three JIT modes, time relative to `tailcall`.
+# `tailcall` and the JIT modes, time relative to `tailcall`.
 #
 # Run: `shimlab reproduce shim-vs-direct [--quick]`; outputs in
 # `experiments/out/shim-vs-direct/`.  Timing goes through the harness; every
-# number is a ratio, a slope or a difference from one run, with a 95%
-# bootstrap interval.
+# number is a ratio or a difference from one run, with a 95% bootstrap
+# interval, and the CPU is named with it.
 
 # %%
 import sys
@@ -47,100 +55,148 @@ import sys
 import matplotlib.pyplot as plt
 import numpy as np
 
-from shimlab.bench import floors, harness, programs, stats, transitions
+from shimlab.bench import harness, programs, roundtrip, stats, transitions
 from shimlab import notebook as nb
 
 NAME = "shim-vs-direct"
 QUICK = nb.quick()
 OUT = nb.out_dir(NAME)
 SIZE_NAME = "quick" if QUICK else "full"
-SIZE = transitions.SIZES[SIZE_NAME]
+SIZE = dict(roundtrip.SIZES[SIZE_NAME], jit_opt=0)
 # exact machine instructions per round trip come from one batched callgrind
-# run (about 40 s here): in the full run only, the quick one stays short
+# run: in the full run only, the quick one stays short
 COUNT = not QUICK
 PROGRAMS = programs.WORKLOADS["quick" if QUICK else "full"]
-MODES = transitions.MODES
+MODES = roundtrip.MODES
 ccs = nb.compilers(mode="jit-direct")
 if not ccs:
     sys.exit("no compiler here builds the JIT modes (they need preserve_none: apt-get install clang-19)")
 CC = ccs[0].name
-print(f"quick={QUICK}; compiler {CC}; sweep size {SIZE_NAME!r}: M = {SIZE['ms']}, J = {SIZE['j']}, "
-      f"I = {SIZE['i']}, {SIZE['n']} iterations; programs: {', '.join(PROGRAMS)}")
+print(f"quick={QUICK}; compiler {CC}; size {SIZE_NAME!r}: base {SIZE['base'].label()}, "
+      f"M = {SIZE['ms']}, k = {SIZE['ks'] or '-'}, {SIZE['n']} iterations, "
+      f"{SIZE['code_layouts']} code layouts; programs: {', '.join(PROGRAMS)}")
 
 # %% [markdown]
-# ## The sweep
+# ## The paired benchmark
 #
-# The size's own worker processes and samples (`transitions.SIZES`), so the
+# The size's own worker processes and samples (`roundtrip.SIZES`), so the
 # numbers are those `shimlab bench transitions --size SIZE` prints.
 
 # %%
 procs, warmup, samples = SIZE["runs"]
-sweep = nb.measure(transitions.configs_for(SIZE, CC), OUT / "transitions.json",
-                   harness.Options(processes=procs, warmup=warmup, samples=samples,
-                                   count_instructions=COUNT))
-a = transitions.analyze(sweep, SIZE, CC)
+paired = nb.measure(roundtrip.configs_for(SIZE, CC), OUT / "transitions.json",
+                    harness.Options(processes=procs, warmup=warmup, samples=samples,
+                                    count_instructions=COUNT, count_events=True,
+                                    code_layouts=SIZE["code_layouts"]))
+a = roundtrip.analyze(paired, SIZE, CC)
+ms0 = a["cache"][0]
+roundtrip.report(a)
 
 # %% [markdown]
-# ## Table: one round trip per crossing, in cycles, instructions and dispatches
+# ## Table: the shim against the direct crossing, one factor at a time
 #
-# `cycles/round trip`: the slope against M, for the modes whose steps agree
-# (the others: see the steps below); `dispatches`: that slope over the cost of
-# one interpreted instruction (the slope of a purely interpreted loop against
-# its length, same build, same run); `floor`: the sum of the floors the
-# crossing's added jumps must cost at least (`transitions.floor_parts`).
-# Instructions are exact (callgrind) and only in the full run.
+# `shim - direct` at every point measured, and at the base point per code
+# layout.  Where the density changes the cost, it changes it for both.
 
 # %%
-direct_linear = a["modes"]["jit-direct"]["linear"]
-rows = []
-for mode, r in a["modes"].items():
-    linear = r["linear"]
-    floor = ", ".join(p["floor"] for p in r["floor_parts"])
-    rows.append((mode, r["round_trip"].fmt(2) if linear else transitions.NOT_LINEAR,
-                 f"{r['floor'].fmt(2)} ({floor})",
-                 "-" if r["instructions"] is None else f"{r['instructions']:.1f}",
-                 r["dispatches"].fmt(2) if linear else "-",
-                 r["vs_direct"].fmt(2) if linear and direct_linear else "-"))
-nb.show_table(rows, ["mode", "cycles/round trip [95% CI]", "floor [95% CI]",
-                     "instructions/round trip", "dispatches/round trip [95% CI]",
-                     "vs jit-direct [95% CI]"], OUT, "table-round-trip", align="llllll")
-floor_rows = [(transitions.FLOOR_TEXT[f], e.fmt(2), floors.INSTRUCTIONS[f])
-              for f, e in a["floors"].items()]
-floor_rows.append(("one interpreter dispatch (LOAD_INT or POP)", a["dispatch"].fmt(2),
-                   "-" if a["dispatch_instructions"] is None
-                   else f"{a['dispatch_instructions']:.1f}"))
-nb.show_table(floor_rows, ["floor", "cycles [95% CI]", "instructions"], OUT, "table-floors",
-              align="llr")
-print("\n" + transitions.anomalies_text(a))
-print("\n" + transitions.reading(a))
+pts = list(ms0["jit-shim"]["points"])
+rows = [(p.label(), ms0["jit-shim"]["points"][p]["round_trip"].fmt(1),
+         ms0["jit-direct"]["points"][p]["round_trip"].fmt(1),
+         ms0["jit-shim"]["vs_direct"][p].fmt(1)) for p in pts]
+rows += [(f"base, code layout {lay}", ms0["jit-shim"]["base"]["layouts"][lay].fmt(1),
+          ms0["jit-direct"]["base"]["layouts"][lay].fmt(1), e.fmt(1))
+         for lay, e in ms0["jit-shim"]["vs_direct_layouts"].items()]
+nb.show_table(rows, ["point", "jit-shim", "jit-direct", "shim - direct"], OUT,
+              "table-shim-vs-direct", align="llll")
 
 # %% [markdown]
-# ## Marginal cost between neighbouring M: the steps
+# ## The old anomaly: the design before, over code layouts
 #
-# The slope assumes every round trip costs the same.  Between M and the
-# next M the cost per added round trip is
-# (cycles(M') − cycles(M)) / (M' − M); each step has its own interval
-# (bootstrap replicates of the two medians, `transitions.analyze`).  The
-# stretch length is J / M' VM instructions in the trace per segment.  A
-# mode is *linear* when no two of its steps differ (every pair's difference,
-# replicate by replicate, has an interval containing 0, at a level that
-# holds 95% for all pairs together); only then does its slope stand for it.
-# An earlier full sweep on this machine saw the shim's cost per round trip
-# jump from about 7 to about 20 cycles at M = 32 (stretches of 2 VM
-# instructions); a later full run did not see it again (16 → 32: 8.2
-# [7.4, 8.9] cycles).
+# The sweep (`--design sweep`) of `jit-shim` and `jit-direct`, each build at
+# three code layouts: its per-layout round trips and their difference.  And
+# the null program of the paired run, the same bytecode with no crossing,
+# on every crossing's build: how far the builds differ with no crossing.
 
 # %%
-ms = list(SIZE["ms"])
-steps = {mode: r["steps"] for mode, r in a["modes"].items()}
-step_rows = []
-for k in range(len(ms) - 1):
-    step_rows.append((f"{ms[k]} -> {ms[k + 1]}", SIZE["j"] // ms[k + 1],
-                      *(steps[m][k].fmt(2) for m in MODES)))
-step_rows.append(("linear", "", *("yes" if a["modes"][m]["linear"] else "no" for m in MODES)))
-nb.show_table(step_rows, ["M", "stretch (VM instr)", *(f"{m} cycles/added round trip"
-                                                        for m in MODES)],
-              OUT, "table-marginal", align="lr" + "l" * len(MODES))
+SWEEP = dict(transitions.SIZES["quick"], jit_opt=0)
+sweep_modes = ("jit-shim", "jit-direct")
+sprocs, swarm, ssamples = SWEEP["runs"]
+sweep = nb.measure(transitions.configs_for(SWEEP, CC, sweep_modes), OUT / "sweep.json",
+                   harness.Options(processes=max(sprocs, 6 if QUICK else 9), warmup=swarm,
+                                   samples=ssamples, code_layouts=3))
+old = transitions.analyze(sweep, SWEEP, CC, sweep_modes)
+per_layout = transitions.per_layout(sweep, SWEEP, CC, sweep_modes)
+old_rows = [("all layouts", transitions.fit_text(old["modes"]["jit-shim"]),
+             transitions.fit_text(old["modes"]["jit-direct"]),
+             stats.difference(old["modes"]["jit-shim"]["round_trip"],
+                              old["modes"]["jit-direct"]["round_trip"]).fmt(1))]
+old_rows += [(f"layout {lay}", transitions.fit_text(x["modes"]["jit-shim"]),
+              transitions.fit_text(x["modes"]["jit-direct"]),
+              stats.difference(x["modes"]["jit-shim"]["round_trip"],
+                               x["modes"]["jit-direct"]["round_trip"]).fmt(1))
+             for lay, x in per_layout.items()]
+nb.show_table(old_rows, ["sweep (M = 4..32)", "jit-shim slope", "jit-direct slope",
+                         "shim - direct"], OUT, "table-old-sweep", align="llll")
+nulls = {mode: r["base"]["null"] for mode, r in ms0.items()}
+spread = max(e.value for e in nulls.values()) / min(e.value for e in nulls.values()) - 1
+nb.show_table([(m, e.fmt(1)) for m, e in nulls.items()],
+              ["build", "null program, cycles/iteration"], OUT, "table-nulls", align="ll")
+print(f"the same bytecode with no crossing: the builds differ by up to {100 * spread:.0f}%")
+
+# %% [markdown]
+# ## Figure
+#
+# Left: cycles per round trip against M crossings per iteration, every
+# crossing, paired intervals.  Right: shim minus direct at every point and
+# code layout (paired design), and per code layout in the old sweep.
+
+# %%
+COLOURS = {"jit-shim": "tab:red", "jit-shim-args": "tab:pink", "jit-direct": "tab:blue",
+           "jit-direct-handler": "tab:green", "jit-table": "tab:purple",
+           "jit-direct-sites": "tab:orange", "jit-trampoline": "tab:brown"}
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.8))
+dens = sorted((p for p in pts if p.k == SIZE["base"].k and not p.traces), key=lambda p: p.m)
+for j, (mode, r) in enumerate(ms0.items()):
+    x = np.array([p.m for p in dens], float) * 2 ** ((j - 3) * 0.03)
+    e = [r["points"][p]["round_trip"] for p in dens]
+    y = np.array([v.value for v in e])
+    ax1.errorbar(x, y, yerr=[y - [v.lo for v in e], [v.hi for v in e] - y], fmt="o-",
+                 color=COLOURS.get(mode), capsize=3, markersize=4, label=mode)
+ax1.axhline(0, color="black", linewidth=0.8)
+ax1.set_xscale("log", base=2)
+ax1.set_xticks([p.m for p in dens])
+ax1.set_xticklabels([str(p.m) for p in dens])
+ax1.set_xlabel(f"M: crossings (and traces) per iteration, k = {SIZE['base'].k}")
+ax1.set_ylabel("cycles per round trip [95% CI]")
+ax1.set_title("a round trip against the null crossing", loc="left", fontsize="medium")
+ax1.legend(fontsize=7)
+ax1.grid(alpha=0.3)
+labels, vals = [], []
+for p in pts:
+    labels.append(f"paired {p.label()}")
+    vals.append(ms0["jit-shim"]["vs_direct"][p])
+for lay, e in ms0["jit-shim"]["vs_direct_layouts"].items():
+    labels.append(f"paired base, layout {lay}")
+    vals.append(e)
+for lay, x in per_layout.items():
+    labels.append(f"old sweep, layout {lay}")
+    vals.append(stats.difference(x["modes"]["jit-shim"]["round_trip"],
+                                 x["modes"]["jit-direct"]["round_trip"]))
+yy = np.arange(len(vals))
+v = np.array([e.value for e in vals])
+ax2.barh(yy, v, xerr=[v - [e.lo for e in vals], [e.hi for e in vals] - v], capsize=3,
+         color=["tab:red" if lab.startswith("paired") else "tab:gray" for lab in labels])
+ax2.axvline(0, color="black", linewidth=0.8)
+ax2.set_yticks(yy)
+ax2.set_yticklabels(labels, fontsize=7)
+ax2.invert_yaxis()
+ax2.set_xlabel("jit-shim minus jit-direct, cycles per round trip [95% CI]")
+ax2.set_title("the shim's price, paired and in the old sweep", loc="left", fontsize="medium")
+ax2.grid(axis="x", alpha=0.3)
+fig.suptitle(f"Shim vs direct on {a['cpu']['name']} ({CC}, size {SIZE_NAME})"
+             + (" — quick run" if QUICK else ""), fontsize="medium")
+fig.tight_layout()
+nb.save_figure(fig, OUT, NAME)
 
 # %% [markdown]
 # ## Whole programs: the JIT modes against the tail-call interpreter
@@ -163,112 +219,22 @@ nb.show_table(prog_rows, ["workload", "mode", "cycles/VM instr", "vs tailcall [9
                           "verdict"], OUT, "table-programs", align="llrll")
 
 # %% [markdown]
-# ## Figure
-#
-# Top left: cycles per iteration against round trips per iteration, each
-# point a median with its interval, each line the least-squares fit whose
-# slope is the round trip (band: 95% of the bootstrap fits; dashed where the
-# mode is not linear, so no slope stands for it).  Top right: the marginal
-# cost per added round trip between neighbouring M, against the stretch
-# length.  Bottom left: round trips (the steps, for a mode that is not
-# linear) next to the floors and one dispatch.  Bottom right: whole programs
-# against `tailcall`.
-
-# %%
-COLOURS = {"jit-shim": "tab:red", "jit-direct": "tab:blue", "jit-direct-handler": "tab:green",
-           "jit-table": "tab:purple", "jit-direct-sites": "tab:orange"}
-fig, ((ax1, ax2), (ax3, ax4)) = plt.subplots(2, 2, figsize=(13, 9))
-x = np.asarray(ms, float)
-grid = np.linspace(0, x.max() * 1.03, 50)
-for mode, r in a["modes"].items():
-    c = COLOURS[mode]
-    est = r["per_iteration_ci"]
-    y = np.array([e.value for e in est])
-    ax1.errorbar(x, y, yerr=[y - [e.lo for e in est], [e.hi for e in est] - y], fmt="o",
-                 color=c, capsize=3, markersize=4)
-    line, lo, hi = stats.fit_band(x, est, grid)
-    ax1.plot(grid, line, color=c, linestyle="-" if r["linear"] else "--",
-             label=f"{mode}: {r['round_trip'].fmt(1)} cycles/round trip" if r["linear"]
-             else f"{mode}: {transitions.NOT_LINEAR}")
-    ax1.fill_between(grid, lo, hi, color=c, alpha=0.15)
-ax1.set_xlabel("round trips per iteration, M (same work at every M)")
-ax1.set_ylabel("TSC cycles per iteration")
-ax1.set_title("cost against crossings: the slope is one round trip", loc="left", fontsize="medium")
-ax1.legend(fontsize=8)
-ax1.grid(alpha=0.3)
-
-stretch = np.array([SIZE["j"] / m for m in ms[1:]])
-for j, (mode, st) in enumerate(steps.items()):
-    v = np.array([e.value for e in st])
-    offset = 2 ** ((j - 1) * 0.06)                   # side by side on the log axis
-    ax2.errorbar(stretch * offset, v, yerr=[v - [e.lo for e in st], [e.hi for e in st] - v],
-                 fmt="o-", color=COLOURS[mode], capsize=3, markersize=4, label=mode)
-ax2.axhline(a["dispatch"].value, color="gray", linestyle=":",
-            label=f"one dispatch ({a['dispatch'].value:.2f})")
-ax2.set_xscale("log", base=2)
-ax2.invert_xaxis()
-ax2.set_xticks(stretch)
-ax2.set_xticklabels([f"{s:g}\n(M {ms[k]}→{ms[k + 1]})" for k, s in enumerate(stretch)], fontsize=7)
-ax2.set_xlabel("VM instructions per trace stretch (shorter: crossings closer together)")
-ax2.set_ylabel("cycles per added round trip")
-ax2.set_title("marginal cost between consecutive M", loc="left", fontsize="medium")
-ax2.legend(fontsize=8)
-ax2.grid(alpha=0.3)
-
-bars = [(transitions.FLOOR_TEXT[f], e, "tab:gray") for f, e in a["floors"].items()]
-bars.append(("one interpreter dispatch", a["dispatch"], "black"))
-for m, r in a["modes"].items():
-    if r["linear"]:
-        bars.append((f"round trip: {m}", r["round_trip"], COLOURS[m]))
-    else:
-        bars += [(f"{m}, step M {ms[k]}→{ms[k + 1]}", e, COLOURS[m])
-                 for k, e in enumerate(r["steps"])]
-yy = np.arange(len(bars))
-vals = np.array([e.value for _, e, _ in bars])
-ax3.barh(yy, vals, xerr=[vals - [e.lo for _, e, _ in bars], [e.hi for _, e, _ in bars] - vals],
-         color=[c for _, _, c in bars], capsize=3)
-ax3.set_yticks(yy)
-ax3.set_yticklabels([t for t, _, _ in bars], fontsize=8)
-ax3.invert_yaxis()
-ax3.set_xlabel("TSC cycles [95% CI]")
-ax3.set_title("round trips next to the floors", loc="left", fontsize="medium")
-ax3.grid(axis="x", alpha=0.3)
-
-names = list(dict.fromkeys(r["workload"] for r in prog_records))
-jit_modes = [m for m in programs.MODES if m != "tailcall"]
-w = 0.8 / len(jit_modes)
-for j, mode in enumerate(jit_modes):
-    sel = {r["workload"]: r for r in prog_records if r["mode"] == mode}
-    v = np.array([sel[n]["vs_tailcall"] if n in sel else np.nan for n in names])
-    err = [[v[i] - sel[n]["ci95"][0] if n in sel else 0 for i, n in enumerate(names)],
-           [sel[n]["ci95"][1] - v[i] if n in sel else 0 for i, n in enumerate(names)]]
-    ax4.bar(np.arange(len(names)) + (j - (len(jit_modes) - 1) / 2) * w, v, w, yerr=err,
-            capsize=3, color=COLOURS[mode], label=mode)
-ax4.axhline(1.0, color="black", linewidth=0.8)
-ax4.set_xticks(np.arange(len(names)))
-ax4.set_xticklabels(names, fontsize=8)
-ax4.set_ylabel("time / time(tailcall)")
-ax4.set_title("whole programs (< 1: faster than the tail-call interpreter)", loc="left",
-              fontsize="medium")
-ax4.legend(fontsize=8)
-ax4.grid(axis="y", alpha=0.3)
-fig.suptitle(f"Shim vs direct ({CC}, sweep size {SIZE_NAME})" + (" — quick run" if QUICK else ""))
-fig.tight_layout()
-nb.save_figure(fig, OUT, NAME)
-
-# %% [markdown]
 # ## What this run says
 
 # %%
-findings = [transitions.reading(a)]
-for mode, st in steps.items():
-    parts = ", ".join(f"{e.fmt(1)} (M {ms[k]}->{ms[k + 1]})" for k, e in enumerate(st))
-    findings.append(f"{mode}: cycles per added round trip, from long stretches to short: {parts}")
-    r = a["modes"][mode]
-    if not r["linear"]:
-        pairs = ", ".join(f"M {p[0]}->{p[1]} and {q[0]}->{q[1]}" for p, q in r["unequal_steps"])
-        findings.append(f"  {mode}: not linear, the round trip is not one constant cost: the "
-                        f"steps {pairs} differ beyond their intervals")
+findings = [roundtrip.verdict(a), roundtrip.verdict(a, shim="jit-shim-args")]
+for mode, r in ms0.items():
+    d = r.get("density")
+    if d and not d["linear"]:
+        at = ", ".join(f"M={p.m}: {r['points'][p]['round_trip'].fmt(1)}" for p in dens)
+        findings.append(f"{mode}: not linear in the density, the round trip is not one cost "
+                        f"at every M: {at}")
+findings.append(f"null programs: the same bytecode with no crossing differs by up to "
+                f"{100 * spread:.0f}% between the builds")
+for lay, x in per_layout.items():
+    findings.append(f"old sweep, code layout {lay}: shim minus direct "
+                    + stats.difference(x["modes"]["jit-shim"]["round_trip"],
+                                       x["modes"]["jit-direct"]["round_trip"]).fmt(1))
 findings += [f"anomaly: {x}" for x in a["anomalies"]] or ["anomalies: none"]
 for r in prog_records:
     if r["mode"] != "tailcall":
@@ -276,5 +242,7 @@ for r in prog_records:
                         f"tailcall [{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] ({r['verdict']})")
 print("\n".join(findings))
 nb.save_json({"notebook": NAME, "quick": QUICK, "compiler": CC, "size": SIZE_NAME,
-              "transitions": transitions.to_json(a),
+              "cpu": a["cpu"], "transitions": roundtrip.to_json(a),
+              "old_sweep": {str(lay): transitions.to_json(x) for lay, x in per_layout.items()},
+              "nulls": {m: [e.value, e.lo, e.hi] for m, e in nulls.items()},
               "programs": prog_records, "findings": findings}, OUT)

@@ -152,34 +152,30 @@ def _jit_ccs():
 
 
 @pytest.mark.slow
-def test_shim_vs_direct_has_every_crossing_its_steps_and_whole_programs(outputs):
+def test_shim_vs_direct_has_every_crossing_paired_the_old_sweep_and_whole_programs(outputs):
     results = json.loads((outputs["shim-vs-direct"][1] / "results.json").read_text())
     if not _jit_ccs():
         pytest.skip("no compiler here builds the JIT modes")
     t = results["transitions"]
-    ms = t["size"]["ms"]
-    modes = ("jit-shim", "jit-direct", "jit-direct-handler")
-    for mode in modes:
-        r = t["modes"][mode]
-        lo, hi = r["round_trip"]["ci95"]
-        assert lo <= r["round_trip"]["value"] <= hi
-        steps = r["steps"]
-        assert [tuple(s["m"]) for s in steps] == list(zip(ms, ms[1:]))
-        for s in steps:
-            assert s["ci95"][0] <= s["value"] <= s["ci95"][1]
-        assert isinstance(r["linear"], bool)
-        # the verdict and the findings say the same
-        said = any(f.strip().startswith(f"{mode}: not linear") for f in results["findings"])
-        assert said == (not r["linear"])
-        assert r["floor"]["value"] > 0 and r["floor"]["ci95"][0] > 0
-    assert set(t["floors"]) == {"jump", "indirect", "call-ret", "call-save6"}
-    # anomalies are listed, or said to be none, never left out
+    base = t["size"]["base"]
+    label = f"M={base['m']} k={base['k']}"
+    for mode in ("jit-shim", "jit-direct", "jit-direct-handler", "jit-table"):
+        r = t["cache"]["0"][mode]
+        e = r["base"]["round_trip"]
+        assert e["ci95"][0] <= e["value"] <= e["ci95"][1]
+        assert label in r["points"] and len(r["base"]["layouts"]) == t["size"]["code_layouts"]
+        assert isinstance(r["density"]["linear"], bool)
+        said = any(f.startswith(f"{mode}: not linear") for f in results["findings"])
+        assert said == (not r["density"]["linear"])
+    # the verdict names the CPU and comes first
+    assert results["findings"][0].startswith(f"On {results['cpu']['name']}")
+    assert len(results["old_sweep"]) == 3 and len(results["nulls"]) >= 4
     assert all(isinstance(x, str) and x for x in t["anomalies"])
     assert ([f for f in results["findings"] if f.startswith("anomal")]
             == ([f"anomaly: {x}" for x in t["anomalies"]] or ["anomalies: none"]))
     seen = {(r["workload"], r["mode"]) for r in results["programs"]}
     for w in ("nested.bf", "nested_loops.py"):
-        for mode in ("tailcall",) + modes:
+        for mode in ("tailcall", "jit-shim", "jit-direct"):
             assert (w, mode) in seen
     for r in results["programs"]:
         assert r["ci95"][0] <= r["vs_tailcall"] <= r["ci95"][1]
