@@ -443,18 +443,11 @@ def main(args) -> int:
                            samples=args.samples or samples, cpu=args.cpu,
                            count_instructions=not args.no_count, count_events=True,
                            code_layouts=size["code_layouts"])
-    results = harness.open_results(args, "transitions", configs)
+    results, failed = transitions.measure(args, configs, opts, cc, caches,
+                                          " (a crossing and its null crossing each)")
+    if failed:
+        return failed
     path = results.path
-    print(f"{len(configs)} configurations (a crossing and its null crossing each) x "
-          f"{opts.processes} worker processes over {opts.code_layouts} code layouts x "
-          f"{opts.samples} samples ({cc}"
-          + (f"; K = {', '.join(map(str, caches))}" if caches != [0] else "") + ")",
-          file=sys.stderr)
-    outcome = harness.measure_and_tell(configs, results, opts)
-    if outcome.interrupted:
-        return 130
-    if outcome.failures:
-        return 1
     a = analyze(results, size, cc, modes, caches)
     a["cpu"]["counters"] = cpu_mod.counters_note()
     report(a)

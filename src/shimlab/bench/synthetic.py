@@ -146,18 +146,7 @@ def build(spec: str) -> tuple[Program, list[tuple[int, int]]]:
         for _ in range(s.live - 1):
             a.emit("ADD")
         a.emit("STORE_LOCAL", 1)
-    # loop control, in the interpreter: n -= 1; while n
-    a.emit("LOAD_LOCAL", 0)
-    a.emit("LOAD_INT", 1)
-    a.emit("SUB")
-    a.emit("DUP")
-    a.emit("STORE_LOCAL", 0)
-    done = a.label()
-    a.emit("JUMP_IF_FALSE", done)
-    back = a.pc
-    a.emit("LOOP", 0)
-    a.program.code[back] = (a.program.code[back][0], top.pc - back)
-    a.bind(done)
+    _count_down(a, 0, top)          # loop control, in the interpreter: n -= 1; while n
     a.emit("HALT")
     prog = a.finish()
     names = ["n"] + (["sink"] if s.live else []) + (["j"] if s.kind == "crossing" and s.traces
@@ -185,11 +174,17 @@ def _segments(a: Assembler, s: Spec, stretches: list) -> None:
     stretches.append((a.pc, a.pc + 1))
     a.emit("NOP")
     _pairs(a, s.k)
-    a.emit("LOAD_LOCAL", inner)
+    _count_down(a, inner, top)
+
+
+def _count_down(a: Assembler, local: int, top) -> None:
+    """local -= 1; back to `top` while it is not 0 (7 instructions a pass,
+    6 the last: its LOOP does not run)."""
+    a.emit("LOAD_LOCAL", local)
     a.emit("LOAD_INT", 1)
     a.emit("SUB")
     a.emit("DUP")
-    a.emit("STORE_LOCAL", inner)
+    a.emit("STORE_LOCAL", local)
     done = a.label()
     a.emit("JUMP_IF_FALSE", done)
     back = a.pc

@@ -798,6 +798,20 @@ def layout_text(layouts: dict) -> str:
                     align="llll"))
 
 
+def measure(args, configs, opts, cc: str, caches, what: str):
+    """The command line's run of `configs`: the results file, one line on
+    what runs, the measurement; (results, exit status: 0 when every
+    configuration was measured)."""
+    results = harness.open_results(args, "transitions", configs)
+    print(f"{len(configs)} configurations{what} x {opts.processes} worker processes"
+          + (f" over {opts.code_layouts} code layouts" if opts.code_layouts > 1 else "")
+          + f" x {opts.samples} samples ({cc}"
+          + (f"; K = {', '.join(map(str, caches))}" if list(caches) != [0] else "") + ")",
+          file=sys.stderr)
+    outcome = harness.measure_and_tell(configs, results, opts)
+    return results, 130 if outcome.interrupted else 1 if outcome.failures else 0
+
+
 def compiler(cc: str | None) -> str:
     """The compiler of a transition benchmark: one that builds every crossing."""
     return toolchain.get_compiler(cc, need=set(mode_registry.get("jit-direct").features)).name
@@ -817,17 +831,10 @@ def main(args) -> int:
                            samples=args.samples or samples, cpu=args.cpu,
                            count_instructions=not args.no_count,
                            code_layouts=getattr(args, "code_layouts", None) or 0)
-    results = harness.open_results(args, "transitions", configs)
+    results, failed = measure(args, configs, opts, cc, caches, "")
+    if failed:
+        return failed
     path = results.path
-    print(f"{len(configs)} configurations x {opts.processes} worker processes x "
-          f"{opts.samples} samples ({cc}"
-          + (f"; K = {', '.join(map(str, caches))}" if caches != [0] else "") + ")",
-          file=sys.stderr)
-    outcome = harness.measure_and_tell(configs, results, opts)
-    if outcome.interrupted:
-        return 130
-    if outcome.failures:
-        return 1
     a = analyze(results, size, cc, modes, caches=caches)
     report(a)
     layouts = per_layout(results, size, cc, modes, caches)
