@@ -122,42 +122,45 @@ def test_the_cpu_is_named_by_its_microarchitecture():
 
 class FakeEvents:
     """A counter reader that returns known counts: what perf_event_open
-    would, on a machine that has counters (these have none)."""
-    per_run = {}
+    would, on a machine that has counters (these have none).  Each reader
+    made takes the next side's counts per run (the worker counts the jit
+    side, then its null side)."""
+    sides: list = []
+    made: list = []
 
     def __init__(self, names=()):
-        pass
+        self.per_run = FakeEvents.sides.pop(0)
+        FakeEvents.made.append(self)
+        self.runs = 0
 
     def start(self):
-        pass
+        self.runs += 1
 
     def stop(self):
-        return dict(FakeEvents.per_run)
+        return dict(self.per_run)
 
     def close(self):
         pass
 
 
 def test_hardware_events_per_round_trip_with_a_reader_of_known_counts(monkeypatch, tmp_path):
-    """The worker counts each side's events around sl_run; the analysis
-    reports (A - B) / (n M) per round trip.  Known counts: the jit side
-    reports 1000 more branch-misses per run than its null side."""
+    """The worker counts each side's events around sl_run (counters.count_events
+    through perfcounter.Events); the analysis reports (A - B) / (n M) per
+    round trip.  Known counts: the jit side reads 1000 more branch-misses per
+    run than its null side."""
     cc = compiler_for("jit-direct")
     p = roundtrip.Point(2, 4)
     a_spec, b_spec = _pair(p)
-    calls = []
-
-    def fake_count(loaded, runs):
-        calls.append(runs)
-        extra = 1000.0 if loaded.jit.stretches else 0.0
-        return {"cycles": 5000.0 + extra, "instructions": 9000.0 + extra,
-                "branch-misses": 30.0 + extra}
-    monkeypatch.setattr(worker.counters, "count_events", fake_count)
+    FakeEvents.sides = [{"cycles": 6000, "instructions": 10000, "branch-misses": 1030},
+                        {"cycles": 5000, "instructions": 9000, "branch-misses": 30}]
+    FakeEvents.made = []
+    monkeypatch.setattr(perfcounter, "Events", FakeEvents)
     job = harness.Config("transitions", a_spec, "jit-direct", cc, partner=b_spec).job(1, 3, None)
     job["perf_events"] = True
     out = worker.run_job(job)
-    assert calls == [worker.COUNTED_RUNS] * 2
+    assert [r.runs for r in FakeEvents.made] == [worker.COUNTED_RUNS] * 2
     assert out["events"]["branch-misses"] - out["partner"]["events"]["branch-misses"] == 1000
+    assert out["events"]["cycles"] == 6000
     # the same counts through the results file and the analysis
     rf = ResultFile.open(tmp_path / "r.json")
     pids = itertools.count(100)
