@@ -818,9 +818,7 @@ def compiler(cc: str | None) -> str:
 
 
 def main(args) -> int:
-    if getattr(args, "design", "paired") == "paired":
-        from . import roundtrip
-        return roundtrip.main(args)
+    """The sweep design (`--design sweep`); cli/bench.py sends `paired` to roundtrip.main."""
     size = dict(SIZES[args.size], jit_opt=getattr(args, "jit_opt", 0) or 0)
     cc = compiler(args.cc)
     modes = tuple(args.mode or MODES)

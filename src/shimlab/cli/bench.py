@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import modes, reference
-from ..bench import dispatch, programs, transitions
+from ..bench import dispatch, programs, roundtrip, transitions
 from ..frontend import bf
 from ..interp.generate import CACHE_MAX
 from ..jit import optimize
@@ -109,7 +109,7 @@ def add_parser(sub, help_text: str) -> None:
                         "cached values spilled at entry; 2 or more: the work folds away and "
                         "the traces keep cached values in registers, so a round trip is the "
                         "crossing carrying them)")
-    t.set_defaults(fn=transitions.main)
+    t.set_defaults(fn=run_transitions)
 
     g = bsub.add_parser("programs", help="BF and minipy programs: tailcall against the JIT modes")
     g.add_argument("--quick", action="store_true",
@@ -135,3 +135,10 @@ def add_parser(sub, help_text: str) -> None:
                    help="BF workloads: a front end level to measure (repeatable; default: "
                    "0 and 1; the first is the tailcall baseline)")
     g.set_defaults(fn=programs.main)
+
+
+def run_transitions(args) -> int:
+    """`bench transitions`: the paired design, or the sweep it replaced."""
+    if getattr(args, "design", "paired") == "sweep":
+        return transitions.main(args)
+    return roundtrip.main(args)

@@ -8,7 +8,6 @@ import io
 from pathlib import Path
 
 from .. import doctor
-from ..bench import transitions
 from ..paths import RESULTS
 
 
@@ -28,5 +27,5 @@ def cmd_demo(args) -> int:
     print("toolchain: ok (`shimlab doctor` shows it)\n", flush=True)
     # the benchmark exactly as `shimlab bench transitions` would run it: its own defaults
     from . import parser
-    return transitions.main(parser("bench").parse_args(["bench", "transitions",
-                                                        "--size", "quick"]))
+    args = parser("bench").parse_args(["bench", "transitions", "--size", "quick"])
+    return args.fn(args)
