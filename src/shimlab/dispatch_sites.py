@@ -13,6 +13,13 @@ MERGED_VERDICT = ("MERGED: the handlers share one dispatch jump, so the indirect
                   "predictor sees one site (a broken baseline)")
 
 
+def merged_verdict(sites: int, handlers: int) -> str:
+    if sites <= 1:
+        return MERGED_VERDICT
+    return (f"MERGED: {handlers} handlers share {sites} dispatch jumps, so the indirect-branch "
+            f"predictor sees {sites} sites, not one per handler (a broken baseline)")
+
+
 @dataclass
 class Handler:
     name: str

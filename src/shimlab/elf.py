@@ -176,6 +176,10 @@ class Image:
         """Data symbols (tables among them) by name."""
         return self._symbols("STT_OBJECT")
 
+    @cached_property
+    def object_at(self) -> dict[int, Symbol]:
+        return {s.addr: s for s in self.objects.values()}
+
     @property
     def stripped(self) -> bool:
         """No .symtab: only exported names are left (.dynsym)."""
