@@ -16,7 +16,7 @@ from .errors import ShimlabError, ToolchainError
 
 EM_X86_64 = 62
 SHF_EXECINSTR = 0x4
-R_X86_64_RELATIVE = 8
+R_X86_64_64, R_X86_64_RELATIVE = 1, 8
 _MACHINES = {3: "x86 (32-bit)", 40: "ARM", 183: "AArch64", 243: "RISC-V", 20: "PowerPC",
              21: "PowerPC64", 22: "s390", 8: "MIPS"}
 # The sections the linker makes for calls into shared libraries: jumps through
@@ -130,22 +130,33 @@ class Image:
         return bool(sec and sec.code)
 
     @cached_property
-    def relative_relocs(self) -> dict[int, int]:
-        """Offset -> addend of every R_X86_64_RELATIVE relocation: what a
-        position-independent file's pointer tables hold once loaded."""
+    def relocated(self) -> dict[int, int]:
+        """Offset -> value of every pointer the loader writes (R_X86_64_RELATIVE:
+        the addend; R_X86_64_64: a symbol defined here plus the addend): what
+        a position-independent file's pointer tables hold once loaded."""
         out = {}
-        for s in self.sections:
-            if s.name.startswith(".rela") and not s.nobits:
-                raw = self._data[s.offset:s.offset + s.size]
-                for off, info, addend in struct.iter_unpack("<QQq", raw[:len(raw) // 24 * 24]):
-                    if info & 0xffffffff == R_X86_64_RELATIVE:
-                        out[off] = addend
+        for sec in self._elf.iter_sections():
+            if sec["sh_type"] != "SHT_RELA" or not sec["sh_flags"] & 0x2:    # SHF_ALLOC
+                continue
+            raw = sec.data()
+            values = None
+            for off, info, addend in struct.iter_unpack("<QQq", raw[:len(raw) // 24 * 24]):
+                kind = info & 0xffffffff
+                if kind == R_X86_64_RELATIVE:
+                    out[off] = addend
+                elif kind == R_X86_64_64:
+                    if values is None:
+                        table = self._elf.get_section(sec["sh_link"])
+                        values = [s["st_value"] for s in table.iter_symbols()]
+                    value = values[info >> 32] if info >> 32 < len(values) else 0
+                    if value:
+                        out[off] = value + addend
         return out
 
     def pointer(self, addr: int) -> int | None:
         """The 8-byte pointer stored at `addr`, as loaded (relocation applied)."""
-        if addr in self.relative_relocs:
-            return self.relative_relocs[addr]
+        if addr in self.relocated:
+            return self.relocated[addr]
         raw = self.read(addr, 8) if self.section_at(addr) else b""
         return struct.unpack("<Q", raw)[0] if len(raw) == 8 else None
 

@@ -87,7 +87,8 @@ def _locate(image: Image, function: str | None):
             f"stripped: " + ", ".join(f"{b.label()} ({b.size:,} bytes by .eh_frame)"
                                       for b in unnamed)
             + ", entered by jumps from it (never called) and jumping back into it"))
-    if is_dispatch and (code.jumps >= 1 or (rt.call_loop and code.calls)):
+    if is_dispatch and (code.jumps >= 1 or (rt.call_loop and code.calls)
+                        or _enters_a_table(image, code)):
         in_parts = sum(1 for i in code.insns if i.indirect_jump and not any(
             b.start <= i.addr < b.start + b.size for b in code.blocks if b.name))
         if in_parts * 2 <= code.jumps:
@@ -110,6 +111,14 @@ def _locate(image: Image, function: str | None):
                         f"jumps: the loop lives in code without a symbol")
     evidence += _cluster_check(image, followed)
     return rt, followed, "", evidence
+
+
+def _enters_a_table(image: Image, code: locate.Code) -> bool:
+    """Whether the code calls through a table of functions (a tail-call
+    build's entry, which calls the first handler)."""
+    entries = set(image.function_at) | {s for s, _ in image.extents}
+    return any(i.indirect_call and tables.site_table(image, code.insns, k, entries.__contains__)
+               for k, i in enumerate(code.insns))
 
 
 def _cluster_check(image: Image, code: locate.Code) -> list[str]:
@@ -171,11 +180,19 @@ def _classify(image: Image, rt, code: locate.Code, report: Report) -> None:
                 tail.append((t, handlers))
     if tail:
         return _tail_calls(rt, code, *max(tail, key=lambda p: len(p[1])), report)
+    # a label may sit in a split-off part no symbol names, even one that is only
+    # reached through the table (an error path): most labels must be in the code
+    def inside(a: int) -> bool:
+        if code.inside(a):
+            return True
+        ext = image.extent_of(a)
+        return bool(ext) and ext[0] not in image.function_at
+
     by_table: dict[int, list] = {}
     for k in sites:
         if insns[k].indirect_jump:
-            t = tables.site_table(image, insns, k, code.inside)
-            if t:
+            t = tables.site_table(image, insns, k, inside)
+            if t and 2 * sum(1 for a in t.distinct if code.inside(a)) > len(t.distinct):
                 by_table.setdefault(t.addr, [t, 0])[1] += 1
     if by_table:
         t, used = max(by_table.values(), key=lambda v: (v[1], len(v[0].entries)))
@@ -221,6 +238,10 @@ def _names(t: tables.Table) -> list[tuple[str, int]]:
 
 def _goto_or_switch(image, rt, code, t, used, report) -> None:
     report.table = _table_json(t, used)
+    elsewhere = sum(1 for a in t.distinct if not code.inside(a))
+    if elsewhere:
+        report.evidence.append(f"{elsewhere} of its labels lie in unnamed code outside it "
+                               f"(a part split off it that does not jump back)")
     handlers = goto_handlers(code.insns, label_ranges(code.insns, _names(t)))
     report.handlers, report.handlers_own = len(handlers), with_own(handlers)
     goto_names = rt.goto_tables if rt else ()
@@ -298,4 +319,5 @@ def _tail_calls(rt, code, t, handlers, report) -> None:
         f"distinct) at {t.addr:#x}, each handler a function of its own"
         + (f"; {by_name} are named {prefix}*" if by_name else ""))
     report.size_handlers = sum(h.size for h in handlers)
+    report.handler_jumps = own_sites
     _confidence(report, t, code)

@@ -73,14 +73,19 @@ def named(image: Image, name: str) -> list[Block]:
     return parts
 
 
+def jumped_to(image: Image, code: Code) -> list[tuple[int, int]]:
+    """Unnamed code the function jumps to (not calls): split-off parts, or
+    functions it tail-calls."""
+    return [ext for ext in _outside(image, [i for i in code.insns if i.jump], code.inside)
+            if ext[0] not in image.function_at]
+
+
 def split_parts(image: Image, code: Code) -> list[Block]:
     """Parts a compiler split off the function (GCC's NAME.cold) whose
     symbols are stripped: code the function jumps to (never calls) that
     jumps back into the middle of the function."""
     out = []
-    for ext in _outside(image, [i for i in code.insns if i.jump], code.inside):
-        if ext[0] in image.function_at:          # a named function: a sibling call
-            continue
+    for ext in jumped_to(image, code):
         body = disasm.code(image, *ext)
         if any(i.jump and i.target is not None and code.inside(i.target)
                and i.target != code.blocks[0].start for i in body):

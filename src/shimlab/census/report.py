@@ -25,6 +25,7 @@ class Report:
     handlers: int | None = None
     handlers_own: int | None = None     # handlers with a dispatch jump of their own
     size_handlers: int | None = None    # tail calls: bytes of all handlers
+    handler_jumps: int | None = None    # tail calls: indirect jumps in all handlers
     table: dict | None = None
     merged: bool = False
     verdict: str = ""
@@ -36,16 +37,14 @@ class Report:
         return asdict(self)
 
     @property
-    def jumps_per_kb(self) -> float:
-        size = self.size_handlers or self.size
-        return self.indirect_jumps_all / (size / 1024) if size else 0.0
+    def dispatch_jumps(self) -> int:
+        """The indirect jumps of the dispatch code: a tail-call build's are in its handlers."""
+        return self.handler_jumps if self.kind == "tail call" else self.indirect_jumps
 
     @property
-    def indirect_jumps_all(self) -> int:
-        """The dispatch jumps counted: a tail-call build's are in its handlers."""
-        if self.kind == "tail call" and self.handlers_own is not None:
-            return self.handlers_own
-        return self.indirect_jumps
+    def jumps_per_kb(self) -> float:
+        size = self.size_handlers or self.size
+        return self.dispatch_jumps / (size / 1024) if size else 0.0
 
 
 HEADERS = ["binary", "runtime", "compiler", "dispatch code", "bytes", "ind. jumps",
@@ -56,8 +55,11 @@ def row(r: Report) -> list:
     code = ", ".join(d["name"] or f"unnamed@{d['start']:#x}" for d in r.dispatch_code)
     handlers = f"{r.handlers_own}/{r.handlers}" if r.handlers is not None else "-"
     found = r.confidence.split(":")[0]
-    jumps = r.indirect_jumps if r.kind != "call loop" else f"{r.indirect_calls} calls"
-    return [r.binary, r.runtime or "-", r.compiler, code, f"{r.size:,}", jumps, r.kind,
+    jumps = r.dispatch_jumps if r.kind != "call loop" else f"{r.indirect_calls} calls"
+    if r.kind == "tail call":
+        code = f"{code} + {r.handlers} handlers"
+    size = r.size + (r.size_handlers or 0)
+    return [r.binary, r.runtime or "-", r.compiler, code, f"{size:,}", jumps, r.kind,
             handlers, found, MERGED if r.merged else "ok"]
 
 
