@@ -226,3 +226,44 @@ def test_debian_unstables_python314_without_symbols_for_its_loop():
     assert r.confidence.startswith(("sure", "certain")), r.confidence
     assert r.indirect_jumps > 100 or r.kind == "tail call"
     assert any(d["name"] is None for d in r.dispatch_code) and r.found_by
+
+
+# -- the "build your CPython variants" path, on the stand-in --------------------------
+
+def _variants(*argv):
+    return subprocess.run([sys.executable, "-m", "shimlab.census.variants", *argv],
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_the_variants_path_runs_on_the_standin_and_reports_ratios(tmp_path):
+    from shimlab.census import variants
+    names = [v.name for v in variants.VARIANTS
+             if v.name in ("computed-goto", "computed-goto-clang-19")
+             and standin.can_build(v.style, v.cc)]
+    if "computed-goto" not in names:
+        pytest.skip("gcc-12 (the baseline's compiler) is not here")
+    out = tmp_path / "v.json"
+    p = _variants("--standin", "--quick", "--variants", ",".join(names), "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    result = json.loads(out.read_text())
+    assert result["standin"] and result["baseline"] == "computed-goto"
+    rows = {r["variant"]: r for r in result["variants"]}
+    assert set(rows) == set(names)
+    for r in rows.values():
+        groups = r["times"]["stand-in loop"]
+        assert len(groups) == 3 and all(len(g) == 3 and min(g) > 0 for g in groups)
+        x = r["vs_baseline"]["stand-in loop"]
+        assert x["ci95"][0] <= x["ratio"] <= x["ci95"][1]
+        assert r["census"]["kind"] == "computed goto"
+    if "computed-goto-clang-19" in rows:
+        assert rows["computed-goto-clang-19"]["census"]["merged"] is True
+        assert "MERGED" in p.stdout
+    assert f"results: {out}" in p.stdout
+
+
+def test_the_variants_path_without_a_checkout_is_one_line(tmp_path):
+    p = _variants("--cpython", str(tmp_path), "--variants", "computed-goto")
+    assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "no configure script" in p.stderr
+    p = _variants("--standin", "--variants", "computed-goto,nope")
+    assert p.returncode == 1 and "unknown variant(s) nope" in p.stderr

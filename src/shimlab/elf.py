@@ -17,6 +17,7 @@ from .errors import ShimlabError, ToolchainError
 EM_X86_64 = 62
 SHF_EXECINSTR = 0x4
 R_X86_64_64, R_X86_64_RELATIVE = 1, 8
+STT_OBJECT, STT_FUNC = 1, 2
 _MACHINES = {3: "x86 (32-bit)", 40: "ARM", 183: "AArch64", 243: "RISC-V", 20: "PowerPC",
              21: "PowerPC64", 22: "s390", 8: "MIPS"}
 # The sections the linker makes for calls into shared libraries: jumps through
@@ -166,26 +167,36 @@ class Image:
 
     # -- symbols ------------------------------------------------------------------------
 
-    def _symbols(self, kind: str) -> dict[str, Symbol]:
-        out = {}
+    def _symbols(self, kind: int) -> dict[str, Symbol]:
+        out: dict[str, Symbol] = {}
         for table in (".symtab", ".dynsym"):      # .symtab first: it has the local ones
-            sec = self._elf.get_section_by_name(table)
-            if sec is None:
+            sec = self.section(table)
+            if sec is None or sec.nobits:
                 continue
-            for s in sec.iter_symbols():
-                if s["st_info"]["type"] == kind and s["st_value"] and s.name:
-                    out.setdefault(s.name, Symbol(s.name, s["st_value"], s["st_size"]))
+            strings = self.sections[self._link(table)]
+            names = self._data[strings.offset:strings.offset + strings.size]
+            raw = self._data[sec.offset:sec.offset + sec.size]
+            for name, info, _, _, value, size in struct.iter_unpack(
+                    "<IBBHQQ", raw[:len(raw) // 24 * 24]):
+                if info & 0xf != kind or not value or not name:
+                    continue
+                text = names[name:names.index(b"\0", name)].decode(errors="replace")
+                if text not in out:
+                    out[text] = Symbol(text, value, size)
         return out
+
+    def _link(self, name: str) -> int:
+        return self._elf.get_section_by_name(name)["sh_link"]
 
     @cached_property
     def functions(self) -> dict[str, Symbol]:
         """Function symbols by name: .symtab's (local ones included), then .dynsym's."""
-        return self._symbols("STT_FUNC")
+        return self._symbols(STT_FUNC)
 
     @cached_property
     def objects(self) -> dict[str, Symbol]:
         """Data symbols (tables among them) by name."""
-        return self._symbols("STT_OBJECT")
+        return self._symbols(STT_OBJECT)
 
     @cached_property
     def object_at(self) -> dict[int, Symbol]:

@@ -219,12 +219,13 @@ def _table_json(t: tables.Table, used: int | None = None) -> dict:
             "entries": len(t.entries), "distinct": len(t.distinct), "sites": used}
 
 
-def _confidence(report: Report, t: tables.Table | None, code: locate.Code) -> None:
+def _confidence(report: Report, t: tables.Table | None, code: locate.Code,
+                what: str = "the dispatch table its jumps index") -> None:
     if report.confidence:
         return
     if t is not None:
-        report.confidence = (f"sure: the dispatch table its jumps index ({len(t.entries)} "
-                             f"entries at {t.addr:#x}, {t.section}) points only into it")
+        report.confidence = (f"sure: {what} ({len(t.entries)} entries at {t.addr:#x}, "
+                             f"{t.section}) points only into it")
     else:
         report.confidence = "likely: the most indirect jumps reached; no table confirms it"
 
@@ -289,7 +290,7 @@ def _threaded(rt, code, labels, report) -> None:
                       f"{code.jumps} dispatch jumps" + (
                           f"; {report.handlers_own} of {report.handlers} handlers dispatch on "
                           f"their own" if labels is not None else ""))
-    _confidence(report, labels, code)
+    _confidence(report, labels, code, "the table of its handlers' addresses that it takes")
 
 
 def _tail_handlers(image, t: tables.Table, starts: dict[int, str]) -> list:

@@ -138,6 +138,22 @@ def _last(text: str) -> str:
     return lines[-1] if lines else "no output"
 
 
+def _binary(root: Path, w: Wanted) -> Path | None:
+    found = sorted(p for p in root.rglob("*") if p.is_file()
+                   and re.fullmatch(w.binary, str(p.relative_to(root)))) if root.is_dir() else []
+    return found[0] if found else None
+
+
+def fetched(name: str) -> Path | None:
+    """Interpreter `name` as an earlier fetch left it unpacked, if it did."""
+    return _binary(cache_root() / "census" / "root" / name, WANTED[name])
+
+
+def packages(name: str) -> list[str]:
+    """The .deb files (name_version_arch) the last fetch of `name` unpacked."""
+    return sorted(p.name for p in (cache_root() / "census" / "debs" / name).glob("*.deb"))
+
+
 def fetch(name: str) -> Path:
     """Downloads and unpacks interpreter `name`; returns its binary's path."""
     if name not in WANTED:
@@ -159,9 +175,8 @@ def fetch(name: str) -> Path:
         p = subprocess.run(["dpkg", "-x", str(deb), str(root)], capture_output=True, text=True)
         if p.returncode != 0:
             raise FetchError(f"census --fetch: dpkg -x {deb.name} failed: {_last(p.stderr)}")
-    found = sorted(p for p in root.rglob("*") if p.is_file()
-                   and re.fullmatch(w.binary, str(p.relative_to(root))))
-    if not found:
+    found = _binary(root, w)
+    if found is None:
         raise FetchError(f"census --fetch: {', '.join(d.name for d in debs)} holds no "
                          f"{w.binary}")
-    return found[0]
+    return found

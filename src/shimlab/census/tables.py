@@ -37,41 +37,54 @@ def _writes(i: Insn, reg: str) -> bool:
     return bool(i.regs) and i.regs[0] == reg and i.mnemonic not in ("cmp", "test", "push")
 
 
-def _value(body: list[Insn], k: int, reg: str) -> int | None:
-    """The address register `reg` holds at body[k]: the nearest `lea reg,
-    [rip + T]` or `mov reg, T` before it (a base hoisted out of the loop may
-    be set far away), else any such in the function."""
-    def load(i):
-        if i.regs[:1] != (reg,):
-            return None
-        if i.mnemonic == "lea" and i.mem and i.mem.rip:
-            return i.mem.disp
-        if i.mnemonic == "mov" and i.mem is None and len(i.regs) == 1:
-            try:
-                return int(i.op_str.split(",")[1], 0)
-            except (IndexError, ValueError):
-                return None
+def _load(i: Insn) -> int | None:
+    """The address a `lea reg, [rip + T]` or `mov reg, T` puts in its register."""
+    if not i.regs:
         return None
-    for i in reversed(body[:k]):
-        if _writes(i, reg):
-            v = load(i)
+    if i.mnemonic == "lea" and i.mem and i.mem.rip:
+        return i.mem.disp
+    if i.mnemonic == "mov" and i.mem is None and len(i.regs) == 1:
+        try:
+            return int(i.op_str.split(",")[1], 0)
+        except (IndexError, ValueError):
+            return None
+    return None
+
+
+_LOADS: dict = {}
+
+
+def _loads(body: list[Insn]) -> dict[str, list[tuple[int, int]]]:
+    """reg -> [(index, address)] of every address load in `body` (kept for the last few bodies)."""
+    key = (id(body), len(body), body[0].addr if body else 0)
+    if key not in _LOADS:
+        out: dict[str, list[tuple[int, int]]] = {}
+        for n, i in enumerate(body):
+            v = _load(i)
             if v is not None:
-                return v
-            break
-    found = {v for v in map(load, body) if v is not None}
-    return found.pop() if len(found) == 1 else None
+                out.setdefault(i.regs[0], []).append((n, v))
+        if len(_LOADS) > 8:
+            _LOADS.clear()
+        _LOADS[key] = out
+    return _LOADS[key]
 
 
-def _indexed(body: list[Insn], k: int, mem) -> tuple[int, int] | None:
-    """(table address, entry width) of an indexed memory operand at body[k]."""
+def _values(body: list[Insn], k: int, reg: str) -> list[int]:
+    """The addresses register `reg` may hold at body[k], likeliest first: the
+    `lea reg, [rip + T]` or `mov reg, T` nearest before it, then every other
+    such load of `reg` in the code (a base hoisted out of the loop is set far
+    away, and other paths write the register in between)."""
+    loads = _loads(body).get(reg, [])
+    near = [v for n, v in loads if n < k][-1:]
+    return near + [v for v in dict.fromkeys(v for _, v in loads) if v not in near]
+
+
+def _indexed(body: list[Insn], k: int, mem) -> list[tuple[int, int]]:
+    """Candidate (table address, entry width) of an indexed memory operand at body[k]."""
     if mem is None or not mem.index or mem.scale not in (4, 8):
-        return None
-    base = 0
-    if mem.base:
-        base = _value(body, k, mem.base)
-        if base is None:
-            return None
-    return (base + mem.disp) & (2**64 - 1), mem.scale
+        return []
+    bases = _values(body, k, mem.base) if mem.base else [0]
+    return [((b + mem.disp) & (2**64 - 1), mem.scale) for b in bases]
 
 
 def site_table(image: Image, body: list[Insn], k: int,
@@ -80,7 +93,7 @@ def site_table(image: Image, body: list[Insn], k: int,
     can be read and its entries land where `inside` says they should."""
     site = body[k]
     where = _indexed(body, k, site.mem)
-    if where is None and site.mem is None and site.regs:
+    if not where and site.mem is None and site.regs:
         reg = site.regs[0]
         for n in range(k - 1, max(k - BACK, -1), -1):
             i = body[n]
@@ -95,9 +108,11 @@ def site_table(image: Image, body: list[Insn], k: int,
                 if feed is not None and body[feed].mnemonic == "movsxd":
                     where = _indexed(body, feed, body[feed].mem)
             break
-    if where is None:
-        return None
-    return read(image, where[0], where[1], inside)
+    for addr, width in where:
+        t = read(image, addr, width, inside)
+        if t is not None:
+            return t
+    return None
 
 
 def read(image: Image, addr: int, width: int, inside: Callable[[int], bool],
