@@ -267,3 +267,12 @@ def test_the_variants_path_without_a_checkout_is_one_line(tmp_path):
     assert "no configure script" in p.stderr
     p = _variants("--standin", "--variants", "computed-goto,nope")
     assert p.returncode == 1 and "unknown variant(s) nope" in p.stderr
+
+
+def test_a_timing_program_runs_under_pyperf_on_a_python(tmp_path):
+    """What --cpython runs on each build, here on this Python, tiny."""
+    from shimlab.census import variants
+    groups = variants.time_python(Path(sys.executable), variants.PROGRAMS / "loops.py",
+                                  tmp_path / "loops.json", quick=True)
+    assert len(groups) == 3 and all(len(g) == 3 and min(g) > 0 for g in groups)
+    assert {p.stem for p in variants.PROGRAMS.glob("[!_]*.py")} == {"loops", "calls", "objects"}
