@@ -5,6 +5,7 @@ and the libraries a program links.  disasm turns the code into instructions.
 """
 from __future__ import annotations
 
+import io
 import re
 import struct
 from bisect import bisect_right
@@ -87,7 +88,6 @@ class Image:
         if machine != EM_X86_64:
             raise ElfError(f"{path}: a binary for {_MACHINES.get(machine, f'machine {machine}')}"
                            f"; shimlab reads x86-64 machine code only")
-        import io
         try:
             self._elf = _elffile()(io.BytesIO(self._data))
             self.sections = [Section(s.name, s["sh_addr"], s["sh_size"], s["sh_offset"],

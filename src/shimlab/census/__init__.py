@@ -43,10 +43,9 @@ def census(path, function: str | None = None) -> Report:
                 raise CensusError(f"{path}: links {lib[1]} ({lib[0].name}), which is not "
                                   f"found where the loader would look")
             via, image = f"{path} links {lib[1]}: read {found}", Image(found)
-    rt, code, confidence, evidence = _locate(image, function)
+    rt, start, code, confidence, evidence = _locate(image, function)
     report = Report(binary=str(path), file=str(image.path), runtime=rt.name if rt else None,
-                    compiler=_compiler(image), function=function or code.blocks[0].label(),
-                    stripped=image.stripped)
+                    compiler=_compiler(image), function=start, stripped=image.stripped)
     if via:
         report.evidence.append(via)
     report.dispatch_code = [{"start": b.start, "size": b.size, "name": b.name}
@@ -69,7 +68,7 @@ def _locate(image: Image, function: str | None):
         code = locate.read(image, locate.named(image, function), f"named by its symbol "
                                                                  f"in {table}")
         hit = runtimes.by_symbol({function: 0})
-        return (hit[0] if hit else None), code, "certain: its own symbol names it", []
+        return (hit[0] if hit else None), function, code, "certain: its own symbol names it", []
     hit = runtimes.by_symbol(image.functions)
     if hit is None:
         raise CensusError(f"{image.path}: no interpreter dispatch code found: it names none "
@@ -92,11 +91,11 @@ def _locate(image: Image, function: str | None):
         in_parts = sum(1 for i in code.insns if i.indirect_jump and not any(
             b.start <= i.addr < b.start + b.size for b in code.blocks if b.name))
         if in_parts * 2 <= code.jumps:
-            return rt, code, "certain: its own symbol names it", (
+            return rt, name, code, "certain: its own symbol names it", (
                 [f"{in_parts} of its {code.jumps} indirect jumps are in the unnamed part(s)"]
                 if unnamed else [])
-        return rt, code, "", [f"{in_parts} of its {code.jumps} indirect jumps are in the "
-                              f"unnamed part(s)"] + _cluster_check(image, code)
+        return rt, name, code, "", [f"{in_parts} of its {code.jumps} indirect jumps are "
+                                    f"in the unnamed part(s)"] + _cluster_check(image, code)
     # the named function holds no dispatch: the loop is in code without a symbol
     followed = locate.follow(image, code, name)
     if followed is None:
@@ -110,7 +109,7 @@ def _locate(image: Image, function: str | None):
         evidence.append(f"{name} itself ({code.size:,} bytes) has {code.jumps} indirect "
                         f"jumps: the loop lives in code without a symbol")
     evidence += _cluster_check(image, followed)
-    return rt, followed, "", evidence
+    return rt, name, followed, "", evidence
 
 
 def _enters_a_table(image: Image, code: locate.Code) -> bool:

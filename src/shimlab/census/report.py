@@ -15,7 +15,8 @@ class Report:
     file: str                       # the file read (a launcher's interpreter library)
     runtime: str | None             # CPython, Lua, ... or None (--function on anything)
     compiler: str
-    function: str                   # the named function the search started from
+    function: str                   # the named function the search started from (the
+                                    # dispatch function, or an exported one that reaches it)
     stripped: bool                  # no .symtab
     dispatch_code: list[dict] = field(default_factory=list)    # start, size, name
     size: int = 0                   # bytes of dispatch code
