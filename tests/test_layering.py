@@ -19,7 +19,9 @@ from conftest import ROOT
 # Bottom first.  A module may import its own layer and the layers below it.
 LAYERS: list[tuple[str, ...]] = [
     ("shimlab", "shimlab.errors", "shimlab.paths", "shimlab.atomicfile", "shimlab.record"),   # shimlab: the package's __init__
-    ("shimlab.isa", "shimlab.disasm"),   # disasm: capstone and ELF symbols, for every listing
+    # disasm: capstone, for every listing; elf: ELF files read; dispatch_sites: how
+    # handlers dispatch, for dis --native and census alike
+    ("shimlab.isa", "shimlab.disasm", "shimlab.elf", "shimlab.dispatch_sites"),
     ("shimlab.modes", "shimlab.bytecode", "shimlab.stencil"),
     ("shimlab.reference", "shimlab.oracle", "shimlab.frontend", "shimlab.toolchain",
      "shimlab.isolate", "shimlab.childpy", "shimlab.perfcounter", "shimlab.progio"),
@@ -29,7 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("shimlab.jit",),                  # trace, patch, memory, runtime
     ("shimlab.vm",),                   # the loader with the JIT's hooks
     ("shimlab.stenciltest", "shimlab.doctor", "shimlab.sanitize"),
-    ("shimlab.bench",),
+    ("shimlab.bench", "shimlab.census"),   # census: anyone's interpreter binary
     ("shimlab.notebook", "shimlab.reproduce"),
     ("shimlab.cli",),
 ]

@@ -474,3 +474,24 @@ def test_cached_state_has_every_k_every_crossing_and_its_answer(outputs):
     top = t["shim_vs_direct"][str(results["ks"][-1])]["excess"]
     assert f"{top['value']:.1f} [{top['ci95'][0]:.1f}, {top['ci95'][1]:.1f}]" in answer
     assert "jit-direct" in answer and f"K={results['ks'][-1]}" in answer
+
+
+def test_the_registry_has_the_notebook_of_issue_26():
+    assert "real-interpreters" in NOTEBOOKS
+
+
+@pytest.mark.slow
+def test_real_interpreters_has_the_census_of_shimlabs_goto_builds_and_the_real_ones(outputs):
+    results = json.loads((outputs["real-interpreters"][1] / "results.json").read_text())
+    mine = {r["label"].split("/ ")[1]: r for r in results["reports"] if r["group"] == "shimlab"}
+    assert set(mine) == set(_builds_here("goto"))
+    for cc, r in mine.items():
+        assert r["merged"] is (cc in toolchain.MERGES_COMPUTED_GOTO), (cc, r["verdict"])
+    real = [r for r in results["reports"] if r["group"] == "real"]
+    assert real, "no real interpreter was read"
+    for r in real:
+        assert r["found_by"] and r["confidence"] and r["kind"]
+    # the finding names the merged real builds, computed from the reports
+    merged = [r["label"] for r in real if r["merged"]]
+    assert results["findings"][0] == ("merged real builds: " + ", ".join(merged) if merged
+                                      else f"merged real builds: none of the {len(real)} read")

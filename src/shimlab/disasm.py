@@ -1,6 +1,8 @@
-"""x86-64 machine code as structured instructions (capstone) and ELF function symbols.
+"""x86-64 machine code as structured instructions (capstone), and functions'
+code read out of ELF files (shimlab.elf).
 
-Every disassembly in shimlab comes through here: the baseline check, the
+Every disassembly in shimlab comes through here: the baseline check of
+shimlab's builds (dis --native), the census of anyone's interpreter, the
 stencil listings, the register-contract probe.  What an instruction does is
 read from capstone's groups and operand kinds, never from its text.
 """
@@ -11,9 +13,21 @@ import types
 from dataclasses import dataclass
 from functools import lru_cache
 
+from . import elf
 from .errors import ToolchainError
 
 CAPSTONE_MISSING = "capstone missing: apt-get install python3-capstone (then make setup)"
+
+
+@dataclass(frozen=True)
+class Mem:
+    """A memory operand, base + index * scale + disp; a rip-relative one has
+    base None and disp the absolute address it names."""
+    base: str | None
+    index: str | None
+    scale: int
+    disp: int
+    rip: bool = False
 
 
 @dataclass(frozen=True)
@@ -28,6 +42,7 @@ class Insn:
     target: int | None          # a direct jump's or call's destination
     regs: tuple[str, ...]       # register operands, in operand order
     rip_disp_at: int | None     # byte offset of a rip-relative displacement, if any
+    mem: Mem | None = None      # the memory operand, if any
 
     @property
     def size(self) -> int:
@@ -41,6 +56,11 @@ class Insn:
     def indirect_jump(self) -> bool:
         """A jump whose destination is a register or memory operand."""
         return self.jump and self.target is None
+
+    @property
+    def indirect_call(self) -> bool:
+        """A call through a register or memory (a call-threaded interpreter's dispatch)."""
+        return self.call and self.target is None
 
     @property
     def text(self) -> str:
@@ -86,11 +106,18 @@ def disassemble(code: bytes, addr: int = 0) -> list[Insn]:
         if (jump or call) and ops and ops[0].type == x86.X86_OP_IMM:
             target = ops[0].imm
         regs = tuple(i.reg_name(o.reg) for o in ops if o.type == x86.X86_OP_REG)
-        rip = any(o.type == x86.X86_OP_MEM and o.mem.base == x86.X86_REG_RIP for o in ops)
-        disp_at = i.disp_offset if rip and i.disp_offset else None
+        mem = next((_mem(i, o.mem, x86) for o in ops if o.type == x86.X86_OP_MEM), None)
+        disp_at = i.disp_offset if mem and mem.rip and i.disp_offset else None
         out.append(Insn(i.address, bytes(i.bytes), i.mnemonic, i.op_str, jump, call,
-                        cs.CS_GRP_RET in groups, target, regs, disp_at))
+                        cs.CS_GRP_RET in groups, target, regs, disp_at, mem))
     return out
+
+
+def _mem(i, m, x86) -> Mem:
+    if m.base == x86.X86_REG_RIP:
+        return Mem(None, None, 1, (i.address + i.size + m.disp) & (2**64 - 1), rip=True)
+    return Mem(i.reg_name(m.base) if m.base else None,
+               i.reg_name(m.index) if m.index else None, m.scale, m.disp & (2**64 - 1))
 
 
 _FAMILY = {}     # capstone's register name -> its 64-bit register's
@@ -161,77 +188,51 @@ def listing(insns: list[Insn], marks=None, raw: bool = True) -> str:
     return "\n".join(lines) + "\n"
 
 
-# -- ELF files -----------------------------------------------------------------
+# -- functions of ELF files ---------------------------------------------------------
 
-@dataclass(frozen=True)
-class Symbol:
-    name: str
-    addr: int
-    size: int
-
-
-def _elf():
-    try:
-        from elftools.elf.elffile import ELFFile
-    except ImportError:
-        raise ToolchainError("pyelftools missing: pip install pyelftools (make setup)") from None
-    return ELFFile
+Symbol = elf.Symbol
 
 
 def functions(path) -> dict[str, Symbol]:
-    """The function symbols of ELF file `path` (the static symbol table,
-    local ones included), by name."""
-    ELFFile = _elf()
-    with open(path, "rb") as f:
-        elf = ELFFile(f)
-        table = elf.get_section_by_name(".symtab") or elf.get_section_by_name(".dynsym")
-        if table is None:
-            raise ToolchainError(f"{path}: no symbol table (stripped?)")
-        return {s.name: Symbol(s.name, s["st_value"], s["st_size"])
-                for s in table.iter_symbols()
-                if s["st_info"]["type"] == "STT_FUNC" and s["st_value"] and s.name}
+    """The function symbols of ELF file `path` (.symtab, local ones
+    included, then .dynsym), by name."""
+    return _functions(elf.Image(path))
 
 
-def _code_sections(path) -> list[tuple[int, bytes]]:
-    """(link-time address, bytes) of every executable section."""
-    ELFFile = _elf()
-    with open(path, "rb") as f:
-        elf = ELFFile(f)
-        return [(sec["sh_addr"], sec.data()) for sec in elf.iter_sections()
-                if sec["sh_type"] == "SHT_PROGBITS" and sec["sh_flags"] & 0x4]   # SHF_EXECINSTR
+def _functions(image: elf.Image) -> dict[str, Symbol]:
+    if not image.functions:
+        raise ToolchainError(f"{image.path}: no function symbols (stripped?)")
+    return image.functions
 
 
-def _slice(sections, path, addr: int, size: int) -> bytes:
-    for start, data in sections:
-        if start <= addr < start + len(data):
-            return data[addr - start:addr - start + size]
-    raise ToolchainError(f"{path}: no code section holds address {addr:#x}")
+def code(image: elf.Image, addr: int, size: int) -> list[Insn]:
+    """The instructions of `size` bytes of `image`'s code at `addr`."""
+    return disassemble(image.read(addr, size), addr)
 
 
 def function_code(path, names=None) -> dict[str, list[Insn]]:
     """Each function's instructions (all functions, or those in `names` that exist)."""
-    syms = functions(path)
+    image = elf.Image(path)
+    syms = _functions(image)
     wanted = syms if names is None else {n: syms[n] for n in names if n in syms}
-    sections = _code_sections(path)
-    return {n: disassemble(_slice(sections, path, s.addr, s.size), s.addr)
-            for n, s in wanted.items()}
+    return {n: code(image, s.addr, s.size) for n, s in wanted.items()}
 
 
 def object_text(path) -> tuple[list[Insn], dict[int, str]]:
     """A relocatable object's .text instructions (addresses are offsets into
     .text) and its .text relocations: offset -> the symbol they name."""
-    ELFFile = _elf()
+    ELFFile = elf._elffile()
     from elftools.elf.relocation import RelocationSection
     with open(path, "rb") as f:
-        elf = ELFFile(f)
-        text = elf.get_section_by_name(".text")
+        obj = ELFFile(f)
+        text = obj.get_section_by_name(".text")
         if text is None:
             raise ToolchainError(f"{path}: no .text section")
         relocs = {}
-        for sec in elf.iter_sections():
+        for sec in obj.iter_sections():
             if isinstance(sec, RelocationSection) and \
-                    elf.get_section(sec["sh_info"]).name == ".text":
-                symtab = elf.get_section(sec["sh_link"])
+                    obj.get_section(sec["sh_info"]).name == ".text":
+                symtab = obj.get_section(sec["sh_link"])
                 for r in sec.iter_relocations():
                     relocs[r["r_offset"]] = symtab.get_symbol(r["r_info_sym"]).name
         return disassemble(text.data()), relocs

@@ -28,6 +28,8 @@ DESCRIPTION = ("A laboratory for bytecode-interpreter dispatch and interpreter/J
 COMMANDS = {
     "run": "run a BF (.b/.bf), minipy (.py) or bytecode (.slbc) program under one mode",
     "dis": "print a program's bytecode, or with --native an interpreter's machine code",
+    "census": "the baseline check on anyone's interpreter binary: its dispatch code, "
+              "indirect jumps, MERGED",
     "doctor": "what this machine's toolchain can do",
     "bench": "run a benchmark suite: dispatch, transitions or programs",
     "demo": "set-up check plus the headline benchmark (the transition sweep), small",

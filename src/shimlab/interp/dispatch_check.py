@@ -7,6 +7,8 @@ indirect jumps that dispatch.  A build whose handlers all share one dispatch
 jump is flagged: that is the broken baseline that once inflated a 2% speedup
 to 15%.  Every mode is understood: the switch (one jump table), the goto
 variants, and the tail-call binary that asm and the JIT modes build on.
+How a handler's code is read and when jumps count as merged is
+shimlab.dispatch_sites, which `shimlab census` reads other interpreters with.
 """
 from __future__ import annotations
 
@@ -14,22 +16,14 @@ from dataclasses import dataclass, field
 
 from .. import disasm, isa, modes
 from ..abi.vmh import ffi
+from ..dispatch_sites import (MERGED_VERDICT, Handler, goto_handlers, label_ranges, merged,
+                              reaches_site, tail_dispatch, with_own)
 from ..errors import ShimlabError
 from . import loader
 
 # The tail-call binary's trace-entry handler; jit-direct-sites' copies are
 # sl_op_ENTER_JIT_<k> (csrc/crossing.h).
 ENTER_JIT = "ENTER_JIT"
-
-
-@dataclass
-class Handler:
-    name: str
-    start: int
-    size: int
-    insns: int
-    dispatch: str           # how this handler reaches the next one
-    own_sites: int          # indirect jumps inside the handler's own code
 
 
 @dataclass
@@ -79,24 +73,11 @@ def _handler_symbol(funcs, spec, name: str) -> str | None:
     return None
 
 
-def _tail_dispatch(body, starts: dict[int, str]) -> tuple[str, int]:
-    sites = sum(1 for i in body if i.indirect_jump)
-    if sites:
-        return "tail call through the table", sites
-    jumps = [starts[i.target] for i in body if i.jump and i.target in starts]
-    if jumps:
-        return f"jumps to {jumps[0]}", 0
-    if any(i.ret for i in body):
-        return "returns (leaves the interpreter)", 0
-    return "none", 0
-
-
-def _merged(report: Report, with_own: int) -> None:
+def _merged(report: Report, n_own: int) -> None:
     """Merged: (nearly) every handler leaves through one shared jump."""
-    report.flagged = report.dispatch_sites <= 1 or with_own <= len(report.handlers) // 10
+    report.flagged = merged(report.dispatch_sites, n_own, len(report.handlers))
     if report.flagged:
-        report.verdict = ("MERGED: the handlers share one dispatch jump, so the indirect-branch "
-                          "predictor sees one site (a broken baseline)")
+        report.verdict = MERGED_VERDICT
 
 
 def _analyze_tailcall(build, spec, funcs, report: Report) -> Report:
@@ -104,23 +85,23 @@ def _analyze_tailcall(build, spec, funcs, report: Report) -> Report:
     for name in [ins.name for ins in isa.INSTRUCTIONS] + ([ENTER_JIT] if spec.jit else []):
         sym = _handler_symbol(funcs, spec, name)
         body = funcs.get(sym, []) if sym else []
-        how, sites = _tail_dispatch(body, starts) if body else ("no handler in the binary", 0)
+        how, sites = tail_dispatch(body, starts) if body else ("no handler in the binary", 0)
         if name == ENTER_JIT:       # it enters traces: no dispatch, and no part of the check
             how, sites = "enters a trace (see above)", 0
         size = body[-1].end - body[0].addr if body else 0
         report.handlers.append(Handler(name, body[0].addr if body else 0, size, len(body),
                                        how, sites))
     report.dispatch_sites = sum(h.own_sites for h in report.handlers)
-    with_own = sum(1 for h in report.handlers if h.own_sites)
+    n_own = with_own(report.handlers)
     dispatching = [h for h in report.handlers
                    if not h.dispatch.startswith("returns") and h.name != ENTER_JIT]
-    report.verdict = ("one tail-call dispatch per handler" if with_own == len(dispatching) else
-                      f"{with_own} of {len(dispatching)} handlers dispatch on their own")
+    report.verdict = ("one tail-call dispatch per handler" if n_own == len(dispatching) else
+                      f"{n_own} of {len(dispatching)} handlers dispatch on their own")
     if spec.asm_handlers:
         from .asm import C_HANDLERS
         report.verdict = (f"one dispatch jump per PeachPy handler; {len(C_HANDLERS)} "
                           f"left to C ({', '.join(C_HANDLERS)})")
-    _merged(report, with_own)
+    _merged(report, n_own)
     if spec.jit:
         report.notes.append(_entry_note(spec, funcs))
     return report
@@ -159,10 +140,8 @@ def _goto_ranges(build, funcs) -> tuple[list[disasm.Insn], list[tuple[str, int, 
     its label to the next label (or the end of the function)."""
     body = _interpret_body(funcs)
     starts = _file_addresses(build, funcs)
-    bounds = sorted(set(starts)) + [body[-1].end]
-    ranges = [(ins.name, start, next((b for b in bounds if b > start), start))
-              for ins, start in zip(isa.INSTRUCTIONS, starts)]
-    return body, ranges
+    return body, label_ranges(body, [(ins.name, start)
+                                     for ins, start in zip(isa.INSTRUCTIONS, starts)])
 
 
 def _interpret_body(funcs) -> list[disasm.Insn]:
@@ -174,25 +153,15 @@ def _interpret_body(funcs) -> list[disasm.Insn]:
 
 def _analyze_goto(build, funcs, report: Report) -> Report:
     body, ranges = _goto_ranges(build, funcs)
-    sites = [i.addr for i in body if i.indirect_jump]
-    report.dispatch_sites = len(sites)
-    for name, start, stop in ranges:
-        own = [i for i in body if start <= i.addr < stop]
-        n_own = sum(1 for i in own if i.indirect_jump)
-        if n_own:
-            how = "own indirect jump"
-        else:
-            shared = [i.target for i in own if i.jump and _reaches_site(body, i.target, sites)]
-            how = (f"jumps to shared dispatch at {shared[0]:#x}" if shared
-                   else "falls into another handler")
-        report.handlers.append(Handler(name, start, stop - start, len(own), how, n_own))
-    with_own = sum(1 for h in report.handlers if h.own_sites)
-    if with_own < len(report.handlers):
-        report.verdict = (f"{with_own} of {len(report.handlers)} handlers dispatch on their "
+    report.dispatch_sites = sum(1 for i in body if i.indirect_jump)
+    report.handlers = goto_handlers(body, ranges)
+    n_own = with_own(report.handlers)
+    if n_own < len(report.handlers):
+        report.verdict = (f"{n_own} of {len(report.handlers)} handlers dispatch on their "
                           f"own; the rest share tails (cross-jumping)")
     else:
         report.verdict = "every handler dispatches on its own"
-    _merged(report, with_own)
+    _merged(report, n_own)
     return report
 
 
@@ -216,14 +185,6 @@ def analyze(build) -> Report:
     if spec.variant == "tailcall":
         return _analyze_tailcall(build, spec, funcs, report)
     return _analyze_goto(build, funcs, report)
-
-
-def _reaches_site(body, target, sites: list[int], window: int = 8) -> bool:
-    """Is an indirect dispatch jump within a few instructions after target?"""
-    k = next((n for n, i in enumerate(body) if i.addr == target), None)
-    if k is None:
-        return False
-    return any(body[j].addr in sites for j in range(k, min(k + window, len(body))))
 
 
 def format_report(report: Report, counts: list[int] | None = None) -> str:
@@ -289,7 +250,7 @@ def handler_listing(build, name: str) -> str:
     def where(target: int) -> str | None:
         if target in labels:
             return labels[target]
-        if ranges and _reaches_site(all_body, target, sites):
+        if ranges and reaches_site(all_body, target, sites):
             return f"shared dispatch at {target:#x}"
         inside = [(n, start) for n, start, stop in ranges if start <= target < stop]
         return f"L_{inside[0][0]}+{target - inside[0][1]:#x}" if inside else None
