@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("shimlab.vm",),                   # the loader with the JIT's hooks
     ("shimlab.stenciltest", "shimlab.doctor", "shimlab.sanitize"),
     ("shimlab.bench",),
+    ("shimlab.lua",),                  # real interpreters: Lua's sources, builds, timing
     ("shimlab.notebook", "shimlab.reproduce"),
     ("shimlab.cli",),
 ]

@@ -91,9 +91,16 @@ def _tail_dispatch(body, starts: dict[int, str]) -> tuple[str, int]:
     return "none", 0
 
 
+def looks_merged(sites: int, handlers: int, with_own: int | None = None) -> bool:
+    """Merged: (nearly) every handler leaves through one shared jump: at most
+    one dispatch jump, or at most a tenth of the handlers with one of their
+    own (with_own; where handlers cannot be told apart, the jumps themselves)."""
+    return sites <= 1 or (sites if with_own is None else with_own) <= handlers // 10
+
+
 def _merged(report: Report, with_own: int) -> None:
     """Merged: (nearly) every handler leaves through one shared jump."""
-    report.flagged = report.dispatch_sites <= 1 or with_own <= len(report.handlers) // 10
+    report.flagged = looks_merged(report.dispatch_sites, len(report.handlers), with_own)
     if report.flagged:
         report.verdict = ("MERGED: the handlers share one dispatch jump, so the indirect-branch "
                           "predictor sees one site (a broken baseline)")
@@ -168,8 +175,42 @@ def _goto_ranges(build, funcs) -> tuple[list[disasm.Insn], list[tuple[str, int, 
 def _interpret_body(funcs) -> list[disasm.Insn]:
     """sl_interpret's instructions, with the parts a compiler split off
     (gcc's sl_interpret.cold), in address order."""
-    parts = [n for n in funcs if n == "sl_interpret" or n.startswith("sl_interpret.")]
-    return sorted((i for n in parts for i in funcs[n]), key=lambda i: i.addr)
+    return _function_body(funcs, "sl_interpret")
+
+
+def _parts(funcs, name: str) -> list[str]:
+    return [n for n in funcs if n == name or n.startswith(name + ".")]
+
+
+def _function_body(funcs, name: str) -> list[disasm.Insn]:
+    return sorted((i for n in _parts(funcs, name) for i in funcs[n]), key=lambda i: i.addr)
+
+
+@dataclass(frozen=True)
+class FunctionSites:
+    name: str
+    parts: tuple[str, ...]      # the function and what a compiler split off (name.cold)
+    insns: int
+    size: int                   # bytes
+    indirect_jumps: int
+
+
+def function_sites(path, names=(), prefix: str | None = None) -> dict[str, FunctionSites]:
+    """The indirect jumps of functions of any ELF file (an interpreter someone
+    else wrote): each function in `names` and, with `prefix`, every function
+    whose name starts with it, each with the parts a compiler split off.  A
+    name the file does not have is left out."""
+    funcs = disasm.function_code(path)
+    wanted = [n for n in names if n in funcs]
+    if prefix:
+        wanted += sorted(n for n in funcs if n.startswith(prefix) and "." not in n)
+    out = {}
+    for name in dict.fromkeys(wanted):
+        body = _function_body(funcs, name)
+        out[name] = FunctionSites(name, tuple(_parts(funcs, name)), len(body),
+                                  sum(i.size for i in body),
+                                  sum(1 for i in body if i.indirect_jump))
+    return out
 
 
 def _analyze_goto(build, funcs, report: Report) -> Report:

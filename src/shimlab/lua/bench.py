@@ -1,0 +1,226 @@
+"""`shimlab lua bench`: the dispatch table of the README on real interpreters.
+Every Lua build (5.4 and 5.5, goto and switch, four compilers) and LuaJIT
+(its asm interpreter with -joff, and with the JIT) on eight programs of
+examples/lua/, with the baseline check of each build next to its ratios:
+goto against switch within a compiler, every build against the fastest of
+its version, LuaJIT's interpreter against the best compiled Lua.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import numpy as np
+
+from ..bench import stats
+from ..bench.results import ResultFile
+from ..bench.table import table
+from . import baseline
+from . import build as lua_build
+from .runner import LuaConfig, measure
+
+# name: (arguments of the timed size, of the tiny one the tests run)
+PROGRAMS = {
+    "fib": ((), ("15",)),
+    "sieve": ((), ("1000", "1")),
+    "queens": ((), ("6",)),
+    "mandelbrot": ((), ("20",)),
+    "nbody": ((), ("100",)),
+    "spectral": ((), ("20",)),
+    "strings": ((), ("200",)),
+    "closures": ((), ("20",)),
+}
+# per size: (worker processes, warm-up runs, measured runs) and which arguments
+SIZES = {
+    "tiny": dict(runs=(1, 0, 1), tiny=True),
+    "quick": dict(runs=(3, 1, 5), tiny=False),
+    "full": dict(runs=(6, 2, 10), tiny=False),
+}
+LUAJIT_MODES = {"joff": ("-joff",), "jit": ()}
+
+
+def configs_for(builds: list[lua_build.LuaBuild], programs, tiny: bool) -> list[LuaConfig]:
+    out = []
+    for p in programs:
+        args = PROGRAMS[p][1 if tiny else 0]
+        for b in builds:
+            if b.is_luajit:
+                out += [LuaConfig(b, p, args, flags, label) for label, flags in LUAJIT_MODES.items()]
+            else:
+                out.append(LuaConfig(b, p, args))
+    return out
+
+
+# -- analysis ---------------------------------------------------------------------
+
+def _samples(results: ResultFile, c: LuaConfig) -> list[np.ndarray]:
+    return [np.asarray(g, float) for g in results.get(c.key).cycles_groups()]
+
+
+def _geo(pairs) -> stats.Estimate:
+    value, lo, hi = stats.geometric_mean_ratio(pairs)
+    return stats.Estimate(value, lo, hi, np.empty(0))
+
+
+def _row_name(c: LuaConfig) -> str:
+    return c.build.name + (f" {c.label}" if c.label else "")
+
+
+def analyze(results: ResultFile, configs: list[LuaConfig]) -> dict:
+    """Medians per configuration; goto/switch per version and compiler; each
+    build against the fastest of its version (geometric mean over programs);
+    LuaJIT -joff and JIT against the best compiled Lua."""
+    rng = np.random.default_rng(0)
+    by = {(_row_name(c), c.program): c for c in configs if c.key in results}
+    programs = list(dict.fromkeys(c.program for c in configs))
+    rows = list(dict.fromkeys(_row_name(c) for c in configs))
+    builds = {_row_name(c): c.build for c in configs}
+    medians = {k: stats.median_estimate(_samples(results, c), 2000, rng)
+               for k, c in by.items()}
+
+    def pairs(a: str, b: str):
+        return [(_samples(results, by[a, p]), _samples(results, by[b, p]))
+                for p in programs if (a, p) in by and (b, p) in by]
+
+    def per_program(a: str, b: str) -> dict:
+        return {p: stats.ratio_of(medians[a, p], medians[b, p]) for p in programs
+                if (a, p) in medians and (b, p) in medians}
+
+    out = {"programs": programs, "medians": {f"{r}|{p}": e for (r, p), e in medians.items()},
+           "goto_vs_switch": [], "vs_fastest": [], "luajit": [], "census": {}}
+    for r in rows:
+        out["census"][r] = baseline.census(builds[r])
+    puc = [r for r in rows if not builds[r].is_luajit]
+    for r in puc:
+        b = builds[r]
+        if b.dispatch != "goto":
+            continue
+        sw = f"{b.flavour}-switch-{b.compiler}"
+        if sw in puc and pairs(r, sw):
+            out["goto_vs_switch"].append({"flavour": b.flavour, "compiler": b.compiler,
+                                          "goto": r, "switch": sw, "geomean": _geo(pairs(r, sw)),
+                                          "programs": per_program(r, sw)})
+    # the fastest build of each version: the smallest geometric mean of medians
+    gm = {r: math.exp(np.mean([math.log(medians[r, p].value) for p in programs
+                               if (r, p) in medians])) for r in rows}
+    fastest = {}
+    for r in puc:
+        f = builds[r].flavour
+        if f not in fastest or gm[r] < gm[fastest[f]]:
+            fastest[f] = r
+    for r in puc:
+        best = fastest[builds[r].flavour]
+        out["vs_fastest"].append({"build": r, "fastest": best,
+                                  "geomean": _geo(pairs(r, best)) if r != best else None})
+    best_all = min((fastest[f] for f in fastest), key=lambda r: gm[r]) if fastest else None
+    out["best_puc"] = best_all
+    for r in rows:
+        if builds[r].is_luajit and best_all:
+            out["luajit"].append({"luajit": r, "best": best_all, "geomean": _geo(pairs(r, best_all)),
+                                  "programs": per_program(r, best_all)})
+    return out
+
+
+# -- report -----------------------------------------------------------------------
+
+def _jumps(cen: baseline.Census) -> str:
+    return f"{cen.jumps}" + (" MERGED" if cen.merged else "")
+
+
+def report(a: dict, cpu: str, out=None) -> None:
+    out = out or sys.stdout
+    progs = a["programs"]
+    print(f"CPU: {cpu}", file=out)
+    rows = [(c.build, c.where, c.opcodes, c.jumps,
+             "" if c.with_own is None else c.with_own, "MERGED" if c.merged else "-", c.verdict)
+            for c in a["census"].values()]
+    print("\nthe baseline check of every build (indirect jumps in the dispatch code):", file=out)
+    print(table(rows, ["build", "read", "opcodes", "jumps", "with own", "merged", "verdict"],
+                align="llrrrll"), file=out)
+    if a["goto_vs_switch"]:
+        print("\ngoto against switch, same version and compiler: time ratio, geometric mean "
+              "over programs and per program [95% CI] (below 1: goto faster):", file=out)
+        rows = []
+        for g in a["goto_vs_switch"]:
+            cen_g, cen_s = a["census"][g["goto"]], a["census"][g["switch"]]
+            rows.append((g["flavour"], g["compiler"], _jumps(cen_g), _jumps(cen_s),
+                         g["geomean"].fmt(3), *(g["programs"][p].fmt(2) if p in g["programs"]
+                                                else "-" for p in progs)))
+        print(table(rows, ["version", "compiler", "goto jumps", "switch jumps", "geomean"]
+                    + progs, align="l" * (5 + len(progs))), file=out)
+    if a["vs_fastest"]:
+        print("\nevery build against the fastest build of its version (geometric mean of time "
+              "ratios [95% CI]):", file=out)
+        rows = [(v["build"], _jumps(a["census"][v["build"]]), v["fastest"],
+                 "1 (the fastest)" if v["geomean"] is None else v["geomean"].fmt(3))
+                for v in a["vs_fastest"]]
+        print(table(rows, ["build", "jumps", "fastest of its version", "ratio"], align="llll"),
+              file=out)
+    if a["luajit"]:
+        print(f"\nLuaJIT against the best compiled Lua ({a['best_puc']}, "
+              f"{_jumps(a['census'][a['best_puc']])} dispatch jumps): time ratio [95% CI]:",
+              file=out)
+        rows = [(v["luajit"], _jumps(a["census"][v["luajit"]]), v["geomean"].fmt(3),
+                 *(v["programs"][p].fmt(2) if p in v["programs"] else "-" for p in progs))
+                for v in a["luajit"]]
+        print(table(rows, ["LuaJIT", "jumps", "geomean"] + progs,
+                    align="l" * (3 + len(progs))), file=out)
+    print("\nmedian cycles per run (millions) [95% CI]:", file=out)
+    names = list(dict.fromkeys(k.split("|")[0] for k in a["medians"]))
+    rows = []
+    for n in names:
+        cells = []
+        for p in progs:
+            e = a["medians"].get(f"{n}|{p}")
+            cells.append("-" if e is None else f"{e.value / 1e6:.1f} [{e.lo / 1e6:.1f}, "
+                                               f"{e.hi / 1e6:.1f}]")
+        rows.append((n, *cells))
+    print(table(rows, ["build"] + progs, align="l" * (1 + len(progs))), file=out)
+
+
+def to_json(a: dict) -> dict:
+    def enc(v):
+        if isinstance(v, stats.Estimate):
+            return {"value": v.value, "ci95": [v.lo, v.hi]}
+        if isinstance(v, baseline.Census):
+            return {k: getattr(v, k) for k in v.__dataclass_fields__}
+        if isinstance(v, dict):
+            return {k: enc(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [enc(x) for x in v]
+        return v
+    return enc(a)
+
+
+def cpu_line(results: ResultFile) -> str:
+    env = results.environment
+    return f"{env.get('cpu_model_name', '?')} ({env.get('cpu_identity', '?')})"
+
+
+def main(args) -> int:
+    from ..bench import harness
+    from ..bench.results import open_for
+    size = SIZES[args.size]
+    procs, warmup, samples = size["runs"]
+    builds = [lua_build.build(f, d, cc) for f, d, cc in
+              lua_build.targets(args.cc, tuple(args.flavour or lua_build.PUC + (lua_build.LUAJIT,)))]
+    configs = configs_for(builds, args.program or list(PROGRAMS), size["tiny"])
+    results = open_for("lua", [c.key for c in configs], output=args.output)
+    print(f"results file: {results.path.resolve()}", file=sys.stderr, flush=True)
+    print(f"{len(configs)} configurations x {args.processes or procs} worker processes x "
+          f"{args.samples or samples} runs", file=sys.stderr)
+    cpu = args.cpu if args.cpu is not None else harness.default_cpu()
+    failures, interrupted = measure(configs, results, args.processes or procs, warmup,
+                                    args.samples or samples, cpu)
+    if interrupted:
+        print(f"shimlab: interrupted; finished runs are in {results.path}", file=sys.stderr)
+        return 130
+    if failures:
+        return 1
+    a = analyze(results, configs)
+    report(a, cpu_line(results))
+    summary = results.path.with_name(results.path.stem + "-summary.json")
+    summary.write_text(json.dumps(to_json(a), indent=1))
+    print(f"\nresults: {results.path} (pyperf JSON), summary: {summary.name}")
+    return 0

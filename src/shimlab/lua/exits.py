@@ -1,0 +1,198 @@
+"""`shimlab lua exits`: what a trace exit and the re-entry cost in LuaJIT,
+beside shimlab's own round trips (jit-shim, jit-direct), measured in the same
+interleaved rounds on the same CPU.
+
+examples/lua/exits.lua runs blocks of 64 loop iterations of identical work in
+which m iterations (evenly spaced) take the branch the trace did not record:
+each leaves the trace through a side exit.  With -Ohotexit=1000000000
+-Omaxside=0 no side trace is ever recorded for it, so every exit goes through
+LuaJIT's exit handler (all registers saved, lj_trace_exit restores the Lua
+stack from the exit's snapshot) to the interpreter, which runs the rest of
+the iteration (ADDVV, JMP) and re-enters the trace at the loop's JFORL.  The
+cost of one such round trip is the slope of cycles per block against m,
+reported with its steps as `bench transitions` does; the same sweep with
+LuaJIT's defaults (the exit linked to a side trace after 10 exits) is the
+control.  One LuaJIT interpreter dispatch is the slope of examples/lua/
+interp.lua (k copies of `x = x + 1` per iteration) against k under -joff.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ..bench import harness, stats, transitions
+from ..bench.results import ResultFile, open_for
+from ..bench.table import table
+from .. import toolchain
+from . import build as lua_build
+from .runner import LuaConfig, measure
+
+# the interpreted bytecodes a round trip adds: the taken branch's ADDVV and
+# JMP, and the JFORL that enters the trace (examples/lua/exits.lua, `luajit -bl`)
+INTERPRETED = 3
+NO_LINK = ("-Ohotexit=1000000000", "-Omaxside=0")
+BLOCK = 64
+SIZES = {
+    "tiny": dict(ms=(0, 8, 32), blocks=500, ks=(16, 80), n=5000, runs=(1, 0, 2),
+                 shimlab="tiny"),
+    "quick": dict(ms=(0, 4, 8, 16, 32), blocks=20000, ks=(16, 80), n=200000,
+                  runs=(3, 1, 10), shimlab="quick"),
+    "full": dict(ms=(0, 4, 8, 16, 32), blocks=40000, ks=(16, 80), n=400000,
+                 runs=(8, 2, 15), shimlab="quick"),
+}
+SHIMLAB_MODES = ("jit-shim", "jit-direct")
+
+
+def configs_for(luajit: lua_build.LuaBuild, size: dict) -> list[LuaConfig]:
+    out = []
+    for label, flags in (("nolink", NO_LINK), ("linked", ())):
+        out += [LuaConfig(luajit, "exits", (str(m), str(size["blocks"])), flags, label, "lua-exits")
+                for m in size["ms"]]
+    out += [LuaConfig(luajit, "interp", (str(k), str(size["n"])), ("-joff",), "joff", "lua-exits")
+            for k in size["ks"]]
+    return out
+
+
+def _points(results: ResultFile, cs: list[LuaConfig], per: int, rng) -> list[stats.Estimate]:
+    return [stats.median_estimate([np.asarray(g, float) / per
+                                   for g in results.get(c.key).cycles_groups()], 2000, rng)
+            for c in cs]
+
+
+def _sweep(xs, points) -> dict:
+    steps = stats.steps(xs, points)
+    return {"xs": list(xs), "points": points, "slope": stats.slope_estimate(xs, points),
+            "steps": steps, "linear": not stats.unequal_pairs(steps)}
+
+
+def analyze(results: ResultFile, configs: list[LuaConfig], size: dict,
+            shimlab: dict | None) -> dict:
+    rng = np.random.default_rng(0)
+    ms, ks = list(size["ms"]), list(size["ks"])
+    out = {"size": {k: v for k, v in size.items() if k != "runs"}, "interpreted": INTERPRETED}
+    for label in ("nolink", "linked"):
+        cs = [c for c in configs if c.program == "exits" and c.label == label]
+        out[label] = _sweep(ms, _points(results, cs, size["blocks"], rng))
+    cs = [c for c in configs if c.program == "interp"]
+    out["dispatch"] = stats.slope_estimate(ks, _points(results, cs, size["n"], rng))
+    trip = out["nolink"]["slope"]
+    disp = out["dispatch"]
+    out["nolink"]["dispatches"] = stats.ratio_of(trip, disp)
+    bytecodes = stats.estimate(INTERPRETED * disp.value, INTERPRETED * disp.reps)
+    out["nolink"]["exit_and_entry"] = stats.difference(trip, bytecodes)
+    out["shimlab"] = shimlab
+    return out
+
+
+def _steps_text(sw: dict) -> str:
+    return ", ".join(f"{a}->{b}: {e.fmt(1)}" for (a, b), e in
+                     zip(zip(sw["xs"], sw["xs"][1:]), sw["steps"]))
+
+
+def report(a: dict, cpu: str, out=None) -> None:
+    out = out or sys.stdout
+    nl, ln, disp = a["nolink"], a["linked"], a["dispatch"]
+    print(f"CPU: {cpu}", file=out)
+    rows = [("LuaJIT, exit not linked (-Ohotexit=1e9 -Omaxside=0)",
+             nl["slope"].fmt(1) + ("" if nl["linear"] else "*"), nl["dispatches"].fmt(2),
+             f"exit stub, exit handler, snapshot restore, {a['interpreted']} interpreted "
+             "bytecodes, JFORL into the trace"),
+            ("  the same less 3 LuaJIT dispatches", nl["exit_and_entry"].fmt(1), "-",
+             "the exit and the entry alone (estimate)"),
+            ("LuaJIT, defaults (exit linked to a side trace)",
+             ln["slope"].fmt(1) + ("" if ln["linear"] else "*"), "-",
+             "a side trace: no crossing once linked (the control)")]
+    sh = a.get("shimlab")
+    if sh:
+        for mode in SHIMLAB_MODES:
+            r = sh["modes"].get(mode)
+            if r:
+                rows.append((f"shimlab {mode}", r["round_trip"].fmt(1)
+                             + ("" if r["linear"] else "*"), r["dispatches"].fmt(2),
+                             "C shim, saves rbx, r12-r15" if mode == "jit-shim" else
+                             "preserve_none tail call in, table jump out"))
+    print("\ncycles per round trip (trace -> interpreter -> trace) [95% CI]; *: the steps "
+          "below differ (not one cost at every rate):", file=out)
+    print(table(rows, ["crossing", "cycles", "own dispatches", "what one round trip runs"],
+                align="llll"), file=out)
+    own = f"one LuaJIT interpreter dispatch (-joff, `x = x + 1`): {disp.fmt(2)} cycles"
+    if sh:
+        own += f"; one shimlab dispatch (clang tail-call interpreter): {sh['dispatch'].fmt(2)}"
+    print(own, file=out)
+    print(f"\nsteps, cycles per added exit between exit counts per block of {BLOCK} "
+          f"iterations:\n  not linked: {_steps_text(nl)}\n  linked: {_steps_text(ln)}",
+          file=out)
+    if sh:
+        for mode in SHIMLAB_MODES:
+            r = sh["modes"].get(mode)
+            if r:
+                pairs = list(zip(sh["size"]["ms"], sh["size"]["ms"][1:]))
+                print(f"  shimlab {mode}: " + ", ".join(
+                    f"M {p}->{q}: {e.fmt(1)}" for (p, q), e in zip(pairs, r["steps"])),
+                    file=out)
+        if sh.get("anomalies"):
+            print("shimlab's anomalies:\n" + "\n".join(f"  - {x}" for x in sh["anomalies"]),
+                  file=out)
+
+
+def to_json(a: dict) -> dict:
+    from .bench import to_json as enc
+    return enc({k: v for k, v in a.items() if k != "shimlab"}) | {
+        "shimlab": transitions.to_json(a["shimlab"]) if a.get("shimlab") else None}
+
+
+def _shimlab_sweep(size: dict, cpu: int, output: Path | None, procs: int, samples: int):
+    """shimlab's transitions sweep of jit-shim and jit-direct, one worker
+    process per configuration per call of the returned function (one round)."""
+    tsize = transitions.SIZES[size["shimlab"]]
+    cc = toolchain.get_compiler(None, need=set(
+        transitions.mode_registry.get("jit-direct").features)).name
+    tconfigs = transitions.configs_for(tsize, cc, SHIMLAB_MODES)
+    tresults = open_for("transitions", [c.key for c in tconfigs],
+                        output=str(output) if output else None)
+    _p, warmup, tsamples = tsize["runs"]
+
+    def one_round(r: int) -> None:
+        opts = harness.Options(processes=r + 1, warmup=warmup, samples=tsamples, cpu=cpu,
+                               quiet=True)
+        outcome = harness.measure(tconfigs, tresults, opts)
+        tresults.release()
+        if outcome.failures:
+            raise harness.ShimlabError("; ".join(outcome.failures.values()))
+    return tsize, cc, tresults, one_round
+
+
+def main(args) -> int:
+    size = SIZES[args.size]
+    procs, warmup, samples = size["runs"]
+    procs = args.processes or procs
+    luajit = lua_build.build(lua_build.LUAJIT, "asm", args.cc or lua_build.LUAJIT_COMPILERS[0])
+    configs = configs_for(luajit, size)
+    results = open_for("lua-exits", [c.key for c in configs], output=args.output)
+    print(f"results file: {results.path.resolve()}", file=sys.stderr, flush=True)
+    cpu = args.cpu if args.cpu is not None else harness.default_cpu()
+    shim = None
+    if not args.no_shimlab:
+        tpath = results.path.with_name(results.path.stem + "-transitions.json")
+        shim = _shimlab_sweep(size, cpu, tpath, procs, samples)
+        print(f"shimlab's sweep: {shim[2].path.resolve()} ({shim[1]})", file=sys.stderr)
+    failures, interrupted = measure(configs, results, procs, warmup, args.samples or samples,
+                                    cpu, each_round=shim[3] if shim else None)
+    if interrupted:
+        return 130
+    if failures:
+        return 1
+    sh = None
+    if shim:
+        tsize, cc, tresults, _ = shim
+        sh = transitions.analyze(tresults, tsize, cc, SHIMLAB_MODES)
+    a = analyze(results, configs, size, sh)
+    from .bench import cpu_line
+    report(a, cpu_line(results))
+    summary = results.path.with_name(results.path.stem + "-summary.json")
+    summary.write_text(json.dumps(to_json(a), indent=1))
+    print(f"\nresults: {results.path} (pyperf JSON), summary: {summary.name}")
+    return 0

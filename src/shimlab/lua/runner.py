@@ -1,0 +1,159 @@
+"""One Lua worker and the interleaved rounds of them: the harness's
+conventions (bench/harness.py) for interpreters that are programs of their
+own.  A worker is a fresh interpreter process pinned with taskset running
+csrc/lua/driver.lua, which times each run of the program in TSC cycles and
+holds its output to the expected output before the time is kept; rounds run
+every configuration once in a new order; the results file (pyperf JSON,
+bench/results.py) is saved after every worker.
+"""
+from __future__ import annotations
+
+import io
+import random
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from .. import isolate, toolchain
+from ..errors import RunError, ToolchainError
+from ..bench.progress import Progress
+from ..bench.results import ResultFile, RunSamples
+from ..paths import EXAMPLES
+from . import build as lua_build
+
+PROGRAM_DIR = EXAMPLES / "lua"
+
+
+def program_path(name: str) -> Path:
+    return PROGRAM_DIR / f"{name}.lua"
+
+
+def expected_path(name: str, args: tuple[str, ...]) -> Path:
+    """examples/lua/expected/NAME[.ARGS].out: the program's output for those arguments."""
+    return PROGRAM_DIR / "expected" / (name + ("." + "-".join(args) if args else "") + ".out")
+
+
+@dataclass(frozen=True)
+class LuaConfig:
+    build: lua_build.LuaBuild
+    program: str                    # a name in examples/lua/
+    args: tuple[str, ...] = ()      # the program's arguments (its size)
+    flags: tuple[str, ...] = ()     # the interpreter's options (-joff, -O...)
+    label: str = ""                 # what the flags mean, in the key
+    suite: str = "lua"
+
+    @property
+    def workload(self) -> str:
+        return self.program + ("." + "-".join(self.args) if self.args else "")
+
+    @property
+    def key(self) -> str:
+        return (f"{self.suite}/{self.workload}/{self.build.name}"
+                + (f"/{self.label}" if self.label else ""))
+
+    def describe(self) -> dict:
+        b = self.build
+        return {"workload": self.workload, "build": b.name, "flavour": b.flavour,
+                "dispatch": b.dispatch, "compiler": b.compiler,
+                "compiler_version": b.compiler_version, "build_command": b.command,
+                "build_key": b.key, "interpreter_flags": " ".join(self.flags) or "none",
+                "label": self.label or "none"}
+
+
+def taskset() -> str:
+    found = toolchain.find_program("taskset")
+    if found is None:
+        raise ToolchainError("taskset not found (apt-get install util-linux): Lua workers are "
+                             "pinned with it")
+    return found
+
+
+def command(c: LuaConfig, cpu: int, warmup: int, samples: int) -> list[str]:
+    return [taskset(), "-c", str(cpu), str(c.build.path), *c.flags, str(lua_build.DRIVER),
+            str(lua_build.clock_module(c.build.flavour)), str(program_path(c.program)),
+            str(expected_path(c.program, c.args)), str(warmup), str(samples), *c.args]
+
+
+def parse(c: LuaConfig, stdout: str) -> dict:
+    """The driver's lines as {"hz", "cycles", "ns", "warmup_ns"}; RunError on
+    a wrong output or an incomplete report."""
+    out = {"cycles": [], "ns": [], "warmup_ns": [], "hz": None}
+    done = False
+    for line in stdout.splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind == "mismatch":
+            raise RunError(f"{c.key}: wrong output, {line}")
+        if kind == "hz":
+            out["hz"] = float(rest)
+        elif kind in ("sample", "warmup"):
+            cycles, ns = (int(v) for v in rest.split())
+            if kind == "sample":
+                out["cycles"].append(cycles)
+                out["ns"].append(max(ns, 1))
+            else:
+                out["warmup_ns"].append(ns)
+        elif kind == "ok":
+            done = True
+    if not done or not out["cycles"] or not out["hz"]:
+        raise RunError(f"{c.key}: the driver did not finish its report")
+    return out
+
+
+def run_worker(c: LuaConfig, cpu: int, warmup: int, samples: int, timeout: float) -> dict:
+    cmd = command(c, cpu, warmup, samples)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                              preexec_fn=isolate.die_with_parent_hook())
+    except subprocess.TimeoutExpired:
+        raise RunError(f"{c.key}: did not finish within {timeout:g} s; stopped it") from None
+    if proc.returncode < 0:
+        raise RunError(f"{c.key}: crashed ({isolate.describe_signal(-proc.returncode)})")
+    out = parse(c, proc.stdout) if proc.returncode in (0, 3) else None
+    if out is None:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RunError(f"{c.key}: exit status {proc.returncode}: {tail}")
+    return out
+
+
+def measure(configs: list[LuaConfig], results: ResultFile, processes: int, warmup: int,
+            samples: int, cpu: int, timeout: float = 600.0, quiet: bool = False,
+            each_round: Callable[[int], None] | None = None) -> tuple[dict[str, str], bool]:
+    """Rounds of one worker per configuration, each round in a new order,
+    until every configuration has `processes` workers; `each_round(r)` runs
+    other work inside round r (before the Lua workers in even rounds, after
+    them in odd ones), so load on the machine falls on both alike.
+    Returns (failures by key, interrupted)."""
+    failures: dict[str, str] = {}
+    rng = random.Random(len(configs))
+    progress = Progress(len(configs) * processes, "lua", stream=io.StringIO() if quiet else None)
+    try:
+        for r in range(processes):
+            if each_round and r % 2 == 0:
+                each_round(r)
+            batch = [c for c in configs if c.key not in failures
+                     and results.runs_done(c.key) < r + 1]
+            rng.shuffle(batch)
+            for c in batch:
+                try:
+                    out = run_worker(c, cpu, warmup, samples, timeout)
+                except RunError as e:
+                    failures[c.key] = str(e)
+                    progress.step(note=f"{c.key} FAILED")
+                    continue
+                run = RunSamples(cycles=out["cycles"], ns=out["ns"], warmup_ns=out["warmup_ns"],
+                                 cpu=cpu)
+                results.add(c.key, c.describe(), [run], tsc_hz=out["hz"])
+                results.save()
+                progress.step(note=c.key)
+            if each_round and r % 2 == 1:
+                each_round(r)
+    except KeyboardInterrupt:
+        return failures, True
+    finally:
+        progress.close()
+        results.release()
+    for key, why in failures.items():
+        print(f"shimlab: {why}", file=sys.stderr)
+    return failures, False
