@@ -49,13 +49,17 @@ def add_parser(sub, help_text: str) -> None:
     t.add_argument("--size", choices=list(bench.SIZES), default="quick",
                    help="tiny: a smoke test; quick (default): 3 processes of 5 runs; full: 6 of 10")
     t.add_argument("--cc", action="append", help="compiler(s) (default: all four)")
-    t.add_argument("--flavour", action="append", choices=FLAVOURS)
-    t.add_argument("--program", action="append", choices=list(bench.PROGRAMS))
+    t.add_argument("--flavour", action="append", choices=FLAVOURS,
+                   help="lua54, lua55, luajit21 (default: all)")
+    t.add_argument("--program", action="append", choices=list(bench.PROGRAMS),
+                   help="program(s) of examples/lua/ (default: all eight)")
     _common(t)
     t.set_defaults(fn=bench.main)
     e = lsub.add_parser("exits", help="LuaJIT's cost per trace exit and re-entry, beside "
                         "shimlab's jit-shim and jit-direct round trips in the same rounds")
-    e.add_argument("--size", choices=list(exits.SIZES), default="quick")
+    e.add_argument("--size", choices=list(exits.SIZES), default="quick",
+                   help="tiny: a smoke test; quick (default): 3 rounds, shimlab's quick sweep; "
+                        "full: 8 rounds, longer loops")
     e.add_argument("--cc", help="LuaJIT's compiler (default gcc-12)")
     e.add_argument("--no-shimlab", action="store_true",
                    help="LuaJIT only, without shimlab's transitions sweep")

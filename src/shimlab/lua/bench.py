@@ -198,6 +198,18 @@ def cpu_line(results: ResultFile) -> str:
     return f"{env.get('cpu_model_name', '?')} ({env.get('cpu_identity', '?')})"
 
 
+def run(builds, programs, tiny: bool, results: ResultFile, processes: int, warmup: int,
+        samples: int, cpu: int, quiet: bool = False) -> dict | None:
+    """Every program on every build into `results`; the analysis, or None
+    when a configuration failed (each named on stderr)."""
+    configs = configs_for(builds, programs, tiny)
+    failures, interrupted = measure(configs, results, processes, warmup, samples, cpu,
+                                    quiet=quiet)
+    if interrupted:
+        raise KeyboardInterrupt
+    return None if failures else analyze(results, configs)
+
+
 def main(args) -> int:
     from ..bench import harness
     from ..bench.results import open_for
@@ -205,20 +217,21 @@ def main(args) -> int:
     procs, warmup, samples = size["runs"]
     builds = [lua_build.build(f, d, cc) for f, d, cc in
               lua_build.targets(args.cc, tuple(args.flavour or lua_build.PUC + (lua_build.LUAJIT,)))]
-    configs = configs_for(builds, args.program or list(PROGRAMS), size["tiny"])
+    programs = args.program or list(PROGRAMS)
+    configs = configs_for(builds, programs, size["tiny"])
     results = open_for("lua", [c.key for c in configs], output=args.output)
     print(f"results file: {results.path.resolve()}", file=sys.stderr, flush=True)
     print(f"{len(configs)} configurations x {args.processes or procs} worker processes x "
           f"{args.samples or samples} runs", file=sys.stderr)
     cpu = args.cpu if args.cpu is not None else harness.default_cpu()
-    failures, interrupted = measure(configs, results, args.processes or procs, warmup,
-                                    args.samples or samples, cpu)
-    if interrupted:
+    try:
+        a = run(builds, programs, size["tiny"], results, args.processes or procs, warmup,
+                args.samples or samples, cpu)
+    except KeyboardInterrupt:
         print(f"shimlab: interrupted; finished runs are in {results.path}", file=sys.stderr)
         return 130
-    if failures:
+    if a is None:
         return 1
-    a = analyze(results, configs)
     report(a, cpu_line(results))
     summary = results.path.with_name(results.path.stem + "-summary.json")
     summary.write_text(json.dumps(to_json(a), indent=1))

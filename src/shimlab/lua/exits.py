@@ -13,7 +13,7 @@ cost of one such round trip is the slope of cycles per block against m,
 reported with its steps as `bench transitions` does; the same sweep with
 LuaJIT's defaults (the exit linked to a side trace after 10 exits) is the
 control.  One LuaJIT interpreter dispatch is the slope of examples/lua/
-interp.lua (k copies of `x = x + 1` per iteration) against k under -joff.
+interp.lua (k copies of `y = 1` per iteration) against k under -joff.
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from ..bench import harness, stats, transitions
 from ..bench.results import ResultFile, open_for
 from ..bench.table import table
 from .. import toolchain
+from ..errors import RunError
 from . import build as lua_build
 from .runner import LuaConfig, measure
 
@@ -118,7 +119,7 @@ def report(a: dict, cpu: str, out=None) -> None:
           "below differ (not one cost at every rate):", file=out)
     print(table(rows, ["crossing", "cycles", "own dispatches", "what one round trip runs"],
                 align="llll"), file=out)
-    own = f"one LuaJIT interpreter dispatch (-joff, `x = x + 1`): {disp.fmt(2)} cycles"
+    own = f"one LuaJIT interpreter dispatch (-joff, `y = 1`, KSHORT): {disp.fmt(2)} cycles"
     if sh:
         own += f"; one shimlab dispatch (clang tail-call interpreter): {sh['dispatch'].fmt(2)}"
     print(own, file=out)
@@ -144,9 +145,11 @@ def to_json(a: dict) -> dict:
         "shimlab": transitions.to_json(a["shimlab"]) if a.get("shimlab") else None}
 
 
-def _shimlab_sweep(size: dict, cpu: int, output: Path | None, procs: int, samples: int):
-    """shimlab's transitions sweep of jit-shim and jit-direct, one worker
-    process per configuration per call of the returned function (one round)."""
+def shimlab_sweep(size: dict, cpu: int, output: Path | None):
+    """shimlab's transitions sweep of jit-shim and jit-direct at the size's
+    transitions size: (its size, compiler, results file, round) where
+    round(r) runs one worker process per configuration (round r of the Lua
+    sweep's)."""
     tsize = transitions.SIZES[size["shimlab"]]
     cc = toolchain.get_compiler(None, need=set(
         transitions.mode_registry.get("jit-direct").features)).name
@@ -161,36 +164,50 @@ def _shimlab_sweep(size: dict, cpu: int, output: Path | None, procs: int, sample
         outcome = harness.measure(tconfigs, tresults, opts)
         tresults.release()
         if outcome.failures:
-            raise harness.ShimlabError("; ".join(outcome.failures.values()))
+            raise RunError("shimlab's sweep: " + "; ".join(outcome.failures.values()))
     return tsize, cc, tresults, one_round
 
 
-def main(args) -> int:
-    size = SIZES[args.size]
-    procs, warmup, samples = size["runs"]
-    procs = args.processes or procs
-    luajit = lua_build.build(lua_build.LUAJIT, "asm", args.cc or lua_build.LUAJIT_COMPILERS[0])
+def run(size: dict, luajit: lua_build.LuaBuild, results: ResultFile, cpu: int,
+        processes: int, samples: int, with_shimlab: bool = True,
+        quiet: bool = False) -> dict | None:
+    """The sweep of LuaJIT's exits (and shimlab's, in the same rounds) into
+    `results` (shimlab's beside it, NAME-transitions.json); the analysis, or
+    None when a configuration failed (named on stderr) or Ctrl-C stopped it."""
     configs = configs_for(luajit, size)
-    results = open_for("lua-exits", [c.key for c in configs], output=args.output)
+    shim = None
+    if with_shimlab:
+        shim = shimlab_sweep(size, cpu, results.path.with_name(
+            results.path.stem + "-transitions.json"))
+        print(f"shimlab's sweep: {shim[2].path.resolve()} ({shim[1]})", file=sys.stderr)
+    _p, warmup, _s = size["runs"]
+    failures, interrupted = measure(configs, results, processes, warmup, samples, cpu,
+                                    quiet=quiet, each_round=shim[3] if shim else None)
+    if interrupted:
+        raise KeyboardInterrupt
+    if failures:
+        return None
+    sh = transitions.analyze(shim[2], shim[0], shim[1], SHIMLAB_MODES) if shim else None
+    return analyze(results, configs, size, sh)
+
+
+def main(args) -> int:
+    from .bench import cpu_line
+    size = SIZES[args.size]
+    procs, _w, samples = size["runs"]
+    luajit = lua_build.build(lua_build.LUAJIT, "asm", args.cc or lua_build.LUAJIT_COMPILERS[0])
+    results = open_for("lua-exits", [c.key for c in configs_for(luajit, size)],
+                       output=args.output)
     print(f"results file: {results.path.resolve()}", file=sys.stderr, flush=True)
     cpu = args.cpu if args.cpu is not None else harness.default_cpu()
-    shim = None
-    if not args.no_shimlab:
-        tpath = results.path.with_name(results.path.stem + "-transitions.json")
-        shim = _shimlab_sweep(size, cpu, tpath, procs, samples)
-        print(f"shimlab's sweep: {shim[2].path.resolve()} ({shim[1]})", file=sys.stderr)
-    failures, interrupted = measure(configs, results, procs, warmup, args.samples or samples,
-                                    cpu, each_round=shim[3] if shim else None)
-    if interrupted:
+    try:
+        a = run(size, luajit, results, cpu, args.processes or procs, args.samples or samples,
+                not args.no_shimlab)
+    except KeyboardInterrupt:
+        print(f"shimlab: interrupted; finished runs are in {results.path}", file=sys.stderr)
         return 130
-    if failures:
+    if a is None:
         return 1
-    sh = None
-    if shim:
-        tsize, cc, tresults, _ = shim
-        sh = transitions.analyze(tresults, tsize, cc, SHIMLAB_MODES)
-    a = analyze(results, configs, size, sh)
-    from .bench import cpu_line
     report(a, cpu_line(results))
     summary = results.path.with_name(results.path.stem + "-summary.json")
     summary.write_text(json.dumps(to_json(a), indent=1))

@@ -21,7 +21,9 @@ from ..errors import RunError, ToolchainError
 from ..bench.progress import Progress
 from ..bench.results import ResultFile, RunSamples
 from ..paths import EXAMPLES
+from ..atomicfile import write_atomic
 from . import build as lua_build
+from . import oracles, source
 
 PROGRAM_DIR = EXAMPLES / "lua"
 
@@ -31,8 +33,18 @@ def program_path(name: str) -> Path:
 
 
 def expected_path(name: str, args: tuple[str, ...]) -> Path:
-    """examples/lua/expected/NAME[.ARGS].out: the program's output for those arguments."""
-    return PROGRAM_DIR / "expected" / (name + ("." + "-".join(args) if args else "") + ".out")
+    """examples/lua/expected/NAME[.ARGS].out: the program's output for those
+    arguments; for a program with an oracle (oracles.py), its output written
+    into the build cache."""
+    stem = name + ("." + "-".join(args) if args else "") + ".out"
+    if name not in oracles.ORACLES:
+        return PROGRAM_DIR / "expected" / stem
+    path = source.cache_dir() / "expected" / stem
+    text = oracles.ORACLES[name](*args)
+    if not path.is_file() or path.read_text() != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, text)
+    return path
 
 
 @dataclass(frozen=True)
@@ -112,7 +124,7 @@ def run_worker(c: LuaConfig, cpu: int, warmup: int, samples: int, timeout: float
         raise RunError(f"{c.key}: crashed ({isolate.describe_signal(-proc.returncode)})")
     out = parse(c, proc.stdout) if proc.returncode in (0, 3) else None
     if out is None:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[0]
         raise RunError(f"{c.key}: exit status {proc.returncode}: {tail}")
     return out
 
