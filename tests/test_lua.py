@@ -83,7 +83,7 @@ def test_no_network_is_one_line_naming_the_way_around(tmp_path, monkeypatch):
 
 
 def test_the_sources_are_the_pinned_ones(sources):
-    assert source._sha256(source.sdist_path()) == source.SHA256 or \
+    assert source.sha256_file(source.sdist_path()) == source.SHA256 or \
         subprocess.os.environ.get("SHIMLAB_LUPA_SDIST")
     for flavour in source.FLAVOURS:
         assert (sources / flavour).is_dir()

@@ -3,7 +3,8 @@
 -- each run timed in TSC cycles by the shimclock C module, and holds every
 -- run's output to the expected output before its time is written out.
 --   lua driver.lua CLOCK_SO PROGRAM EXPECTED WARMUP SAMPLES [PROGRAM ARGS...]
--- Prints "hz H", then "warmup C NS" and "sample C NS" lines, then "ok";
+-- Prints "hz H", then "warmup C NS CPU" and "sample C NS CPU" lines (TSC
+-- cycles, wall-clock and CPU-time nanoseconds), then "ok";
 -- on a wrong output "mismatch ..." and exit status 3.
 -- Lua 5.1 (LuaJIT) to 5.5: no integer division, no bit operators.
 local clock_so, program, expected_path, warmup, samples = ...
@@ -52,14 +53,14 @@ local function run(kind, index)
   collectgarbage()
   clock.mark()
   chunk(unpack_args(args))
-  local cycles, ns = clock.since()
+  local cycles, ns, cpu_ns = clock.since()
   local got = table.concat(buffer)
   if got ~= expected then
     out:write(string.format("mismatch %s run %d: %d bytes of output, expected %d; first "
       .. "bytes %q\n", kind, index, #got, #expected, got:sub(1, 80)))
     os.exit(3)
   end
-  out:write(string.format("%s %.0f %.0f\n", kind, cycles, ns))
+  out:write(string.format("%s %.0f %.0f %.0f\n", kind, cycles, ns, cpu_ns))
 end
 
 out:write(string.format("hz %.0f\n", clock.hz()))

@@ -60,6 +60,7 @@ FORMAT_VERSION = 1
 K_FORMAT = "shimlab_format"
 K_CONFIG = "shimlab_config."
 K_CYCLES = "shimlab_cycles"
+K_CPU_NS = "shimlab_cpu_ns"
 K_INSTRUCTIONS = "shimlab_instructions"
 K_VM_INSTRUCTIONS = "shimlab_vm_instructions"
 K_CROSSINGS = "shimlab_crossings"
@@ -77,7 +78,7 @@ K_PLAN = "shimlab_plan"
 # the largest results file read (a full dispatch run is a few MB)
 MAX_BYTES = 256 << 20
 
-_RUN_KEYS = (K_CYCLES, K_INSTRUCTIONS, K_VM_INSTRUCTIONS, K_PID, K_CPU, K_LAYOUT,
+_RUN_KEYS = (K_CYCLES, K_CPU_NS, K_INSTRUCTIONS, K_VM_INSTRUCTIONS, K_PID, K_CPU, K_LAYOUT,
              K_CODE_LAYOUT, K_CODE_AT, K_CROSSINGS)
 _PYPERF_RUN_KEYS = ("name", "unit", "loops", "inner_loops", "duration")
 _JSON_TAG = "json:"
@@ -97,6 +98,9 @@ class RunSamples:
     code_layout: int | None = None       # the interpreter build's code layout (build.code_shift)
     code_at: int | None = None           # where its code landed: sl_interpret's page offset
     crossings: int | None = None         # JIT modes: interpreter <-> trace crossings per run
+    # the process's CPU time per run (ns; [] if not measured): leaves out the
+    # time another process had the CPU (shimlab lua records it)
+    cpu_ns: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -120,6 +124,12 @@ class ConfigResult:
 
     def cycles_groups(self) -> list[list[int]]:
         return [r.cycles for r in self.runs]
+
+    def cpu_cycles_groups(self) -> list[list[float]]:
+        """The CPU time of each run in TSC cycles (cpu_ns at the TSC's rate):
+        time comparable with cycles_groups, less the time the process waited."""
+        hz = self.tsc_hz or 0.0
+        return [[v * hz / 1e9 for v in r.cpu_ns] for r in self.runs]
 
 
 # -- metadata encoding -------------------------------------------------------
@@ -185,6 +195,11 @@ def _encode_run(run: RunSamples, common: dict) -> pyperf.Run:
     metadata = dict(common)
     if cycles:
         metadata[K_CYCLES] = ",".join(map(str, cycles))
+    cpu_ns = [_as_int(v, "cpu_ns samples", 0) for v in run.cpu_ns]
+    if cpu_ns and len(cpu_ns) != len(ns):
+        raise ValueError(f"{len(cpu_ns)} cpu_ns samples but {len(ns)} ns samples")
+    if cpu_ns:
+        metadata[K_CPU_NS] = ",".join(map(str, cpu_ns))
     for key, value in ((K_INSTRUCTIONS, run.instructions),
                        (K_VM_INSTRUCTIONS, run.vm_instructions),
                        (K_PID, run.worker_pid), (K_CPU, run.cpu),
@@ -209,16 +224,7 @@ def _decode_run(run: pyperf.Run) -> RunSamples:
     """One run, every field checked: ValueError names the one that is corrupted."""
     md = run.get_metadata()
     ns = [int(round(v * 1e9)) for v in run.values]
-    cycles = md.get(K_CYCLES)
-    if cycles is None:
-        cycle_list = []
-    else:
-        parts = cycles.split(",") if isinstance(cycles, str) else [None]
-        if not all(isinstance(p, str) and p.isascii() and p.isdigit() for p in parts):
-            raise ValueError(f"{K_CYCLES} is {str(cycles)[:40]!r}, not comma-separated counts")
-        cycle_list = [int(c) for c in parts]
-        if len(cycle_list) != len(ns):
-            raise ValueError(f"{K_CYCLES} has {len(cycle_list)} samples for {len(ns)} times")
+    cycle_list = _count_list(md, K_CYCLES, len(ns))
     # pyperf values are per loop iteration; shimlab always writes loops=1,
     # and for files pyperf wrote itself the per-iteration time is what
     # compares.
@@ -234,7 +240,23 @@ def _decode_run(run: pyperf.Run) -> RunSamples:
         code_layout=_int_field(md, K_CODE_LAYOUT),
         code_at=_int_field(md, K_CODE_AT),
         crossings=_int_field(md, K_CROSSINGS),
+        cpu_ns=_count_list(md, K_CPU_NS, len(ns)),
     )
+
+
+def _count_list(md: dict, key: str, n: int) -> list[int]:
+    """A per-sample list of counts stored as one comma-separated string
+    ([] when absent); ValueError when it is not one count per sample."""
+    value = md.get(key)
+    if value is None:
+        return []
+    parts = value.split(",") if isinstance(value, str) else [None]
+    if not all(isinstance(p, str) and p.isascii() and p.isdigit() for p in parts):
+        raise ValueError(f"{key} is {str(value)[:40]!r}, not comma-separated counts")
+    out = [int(c) for c in parts]
+    if len(out) != n:
+        raise ValueError(f"{key} has {len(out)} samples for {n} times")
+    return out
 
 
 def _decode_benchmark(bench: pyperf.Benchmark) -> ConfigResult:

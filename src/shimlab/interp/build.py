@@ -178,7 +178,7 @@ SO_NAME = "libshimlab.so"
 _verified: set[tuple] = set()     # (path, inode, size, mtime) hashed once per process
 
 
-def _sha256(path: Path) -> str:
+def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -187,7 +187,7 @@ def _sha256(path: Path) -> str:
 
 
 def fingerprint(so: Path) -> dict:
-    return {"so_size": so.stat().st_size, "so_sha256": _sha256(so)}
+    return {"so_size": so.stat().st_size, "so_sha256": sha256_file(so)}
 
 
 def _elf_complete(so: Path, size: int) -> bool:
@@ -225,7 +225,7 @@ def entry_ok(out_dir: Path, artifact: str = SO_NAME) -> bool:
             if not _elf_complete(so, st.st_size):
                 return False
             _write_json(out_dir / "build.json", {**meta, **fingerprint(so)})
-        elif meta.get("so_size") != st.st_size or meta.get("so_sha256") != _sha256(so):
+        elif meta.get("so_size") != st.st_size or meta.get("so_sha256") != sha256_file(so):
             return False
     except OSError:
         return False

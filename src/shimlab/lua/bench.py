@@ -7,18 +7,18 @@ its version, LuaJIT's interpreter against the best compiled Lua.
 """
 from __future__ import annotations
 
-import json
 import math
 import sys
 
 import numpy as np
 
 from ..bench import stats
+from ..errors import ShimlabError
 from ..bench.results import ResultFile
 from ..bench.table import table
 from . import baseline
 from . import build as lua_build
-from .runner import LuaConfig, measure
+from .runner import CLOCKS, LuaConfig, measure, samples, waiting
 
 # name: (arguments of the timed size, of the tiny one the tests run)
 PROGRAMS = {
@@ -38,6 +38,27 @@ SIZES = {
     "full": dict(runs=(6, 2, 10), tiny=False),
 }
 LUAJIT_MODES = {"joff": ("-joff",), "jit": ()}
+CLOCK_TEXT = {"tsc": "TSC cycles, wall time of each run (the lab's unit)",
+              "cpu": "the process's CPU time of each run, in TSC cycles (less the time it "
+                     "waited for the CPU)"}
+
+
+def configs_from(results: ResultFile) -> list[LuaConfig]:
+    """The configurations a results file of this suite holds, with their
+    builds (from the cache, or built again from the same sources)."""
+    out = []
+    for key in results.configs():
+        cfg = results.get(key).config
+        program, _, args = cfg["workload"].partition(".")
+        label = "" if cfg.get("label", "none") == "none" else cfg["label"]
+        b = lua_build.build(cfg["flavour"], cfg["dispatch"], cfg["compiler"])
+        out.append(LuaConfig(b, program, tuple(args.split("-")) if args else (),
+                             LUAJIT_MODES.get(label, ()), label))
+    missing = {c.key for c in out} ^ set(results.configs())
+    if missing:
+        raise ShimlabError(f"{results.path}: not a results file of shimlab lua bench "
+                           f"(e.g. {sorted(missing)[0]})")
+    return out
 
 
 def configs_for(builds: list[lua_build.LuaBuild], programs, tiny: bool) -> list[LuaConfig]:
@@ -54,8 +75,6 @@ def configs_for(builds: list[lua_build.LuaBuild], programs, tiny: bool) -> list[
 
 # -- analysis ---------------------------------------------------------------------
 
-def _samples(results: ResultFile, c: LuaConfig) -> list[np.ndarray]:
-    return [np.asarray(g, float) for g in results.get(c.key).cycles_groups()]
 
 
 def _geo(pairs) -> stats.Estimate:
@@ -67,11 +86,18 @@ def _row_name(c: LuaConfig) -> str:
     return c.build.name + (f" {c.label}" if c.label else "")
 
 
-def analyze(results: ResultFile, configs: list[LuaConfig]) -> dict:
+def analyze(results: ResultFile, configs: list[LuaConfig], clock: str = "tsc") -> dict:
     """Medians per configuration; goto/switch per version and compiler; each
     build against the fastest of its version (geometric mean over programs);
-    LuaJIT -joff and JIT against the best compiled Lua."""
+    LuaJIT -joff and JIT against the best compiled Lua.  clock: "tsc" (wall
+    time in TSC cycles) or "cpu" (the process's CPU time, in TSC cycles)."""
+    if clock not in CLOCKS:
+        raise ValueError(f"clock {clock!r}: one of {', '.join(CLOCKS)}")
     rng = np.random.default_rng(0)
+
+    def _samples(results, c):
+        return samples(results, c.key, clock)
+
     by = {(_row_name(c), c.program): c for c in configs if c.key in results}
     programs = list(dict.fromkeys(c.program for c in configs))
     rows = list(dict.fromkeys(_row_name(c) for c in configs))
@@ -87,7 +113,8 @@ def analyze(results: ResultFile, configs: list[LuaConfig]) -> dict:
         return {p: stats.ratio_of(medians[a, p], medians[b, p]) for p in programs
                 if (a, p) in medians and (b, p) in medians}
 
-    out = {"programs": programs, "medians": {f"{r}|{p}": e for (r, p), e in medians.items()},
+    out = {"clock": clock, "waiting": waiting(results, [c.key for c in by.values()]),
+           "programs": programs, "medians": {f"{r}|{p}": e for (r, p), e in medians.items()},
            "goto_vs_switch": [], "vs_fastest": [], "luajit": [], "census": {}}
     for r in rows:
         out["census"][r] = baseline.census(builds[r])
@@ -132,9 +159,11 @@ def report(a: dict, cpu: str, out=None) -> None:
     out = out or sys.stdout
     progs = a["programs"]
     print(f"CPU: {cpu}", file=out)
+    print(f"time: {CLOCK_TEXT[a['clock']]}; the runs' processes were off the CPU for a median "
+          f"{100 * a['waiting']:.1f}% of their wall time (the machine's other load)", file=out)
     rows = [(c.build, c.where, c.opcodes, c.jumps,
              "" if c.with_own is None else c.with_own, "MERGED" if c.merged else "-", c.verdict)
-            for c in a["census"].values()]
+            for c in {c.build: c for c in a["census"].values()}.values()]
     print("\nthe baseline check of every build (indirect jumps in the dispatch code):", file=out)
     print(table(rows, ["build", "read", "opcodes", "jumps", "with own", "merged", "verdict"],
                 align="llrrrll"), file=out)
@@ -166,7 +195,7 @@ def report(a: dict, cpu: str, out=None) -> None:
                 for v in a["luajit"]]
         print(table(rows, ["LuaJIT", "jumps", "geomean"] + progs,
                     align="l" * (3 + len(progs))), file=out)
-    print("\nmedian cycles per run (millions) [95% CI]:", file=out)
+    print("\nmedian time per run (millions of cycles) [95% CI]:", file=out)
     names = list(dict.fromkeys(k.split("|")[0] for k in a["medians"]))
     rows = []
     for n in names:
@@ -199,41 +228,12 @@ def cpu_line(results: ResultFile) -> str:
 
 
 def run(builds, programs, tiny: bool, results: ResultFile, processes: int, warmup: int,
-        samples: int, cpu: int, quiet: bool = False) -> dict | None:
+        runs: int, cpu: int, quiet: bool = False, clock: str = "tsc") -> dict | None:
     """Every program on every build into `results`; the analysis, or None
     when a configuration failed (each named on stderr)."""
     configs = configs_for(builds, programs, tiny)
-    failures, interrupted = measure(configs, results, processes, warmup, samples, cpu,
+    failures, interrupted = measure(configs, results, processes, warmup, runs, cpu,
                                     quiet=quiet)
     if interrupted:
         raise KeyboardInterrupt
-    return None if failures else analyze(results, configs)
-
-
-def main(args) -> int:
-    from ..bench import harness
-    from ..bench.results import open_for
-    size = SIZES[args.size]
-    procs, warmup, samples = size["runs"]
-    builds = [lua_build.build(f, d, cc) for f, d, cc in
-              lua_build.targets(args.cc, tuple(args.flavour or lua_build.PUC + (lua_build.LUAJIT,)))]
-    programs = args.program or list(PROGRAMS)
-    configs = configs_for(builds, programs, size["tiny"])
-    results = open_for("lua", [c.key for c in configs], output=args.output)
-    print(f"results file: {results.path.resolve()}", file=sys.stderr, flush=True)
-    print(f"{len(configs)} configurations x {args.processes or procs} worker processes x "
-          f"{args.samples or samples} runs", file=sys.stderr)
-    cpu = args.cpu if args.cpu is not None else harness.default_cpu()
-    try:
-        a = run(builds, programs, size["tiny"], results, args.processes or procs, warmup,
-                args.samples or samples, cpu)
-    except KeyboardInterrupt:
-        print(f"shimlab: interrupted; finished runs are in {results.path}", file=sys.stderr)
-        return 130
-    if a is None:
-        return 1
-    report(a, cpu_line(results))
-    summary = results.path.with_name(results.path.stem + "-summary.json")
-    summary.write_text(json.dumps(to_json(a), indent=1))
-    print(f"\nresults: {results.path} (pyperf JSON), summary: {summary.name}")
-    return 0
+    return None if failures else analyze(results, configs, clock)

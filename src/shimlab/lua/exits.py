@@ -17,7 +17,6 @@ interp.lua (k copies of `y = 1` per iteration) against k under -joff.
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from ..bench.table import table
 from .. import toolchain
 from ..errors import RunError
 from . import build as lua_build
-from .runner import LuaConfig, measure
+from .runner import LuaConfig, measure, samples, waiting
 
 # the interpreted bytecodes a round trip adds: the taken branch's ADDVV and
 # JMP, and the JFORL that enters the trace (examples/lua/exits.lua, `luajit -bl`)
@@ -58,8 +57,8 @@ def configs_for(luajit: lua_build.LuaBuild, size: dict) -> list[LuaConfig]:
 
 
 def _points(results: ResultFile, cs: list[LuaConfig], per: int, rng) -> list[stats.Estimate]:
-    return [stats.median_estimate([np.asarray(g, float) / per
-                                   for g in results.get(c.key).cycles_groups()], 2000, rng)
+    """Each configuration's median TSC cycles (as shimlab's sweep measures) per unit."""
+    return [stats.median_estimate([g / per for g in samples(results, c.key)], 2000, rng)
             for c in cs]
 
 
@@ -85,6 +84,7 @@ def analyze(results: ResultFile, configs: list[LuaConfig], size: dict,
     bytecodes = stats.estimate(INTERPRETED * disp.value, INTERPRETED * disp.reps)
     out["nolink"]["exit_and_entry"] = stats.difference(trip, bytecodes)
     out["shimlab"] = shimlab
+    out["waiting"] = waiting(results, [c.key for c in configs])
     return out
 
 
@@ -96,7 +96,8 @@ def _steps_text(sw: dict) -> str:
 def report(a: dict, cpu: str, out=None) -> None:
     out = out or sys.stdout
     nl, ln, disp = a["nolink"], a["linked"], a["dispatch"]
-    print(f"CPU: {cpu}", file=out)
+    print(f"CPU: {cpu}; time in TSC cycles; the Lua runs' processes were off the CPU for a "
+          f"median {100 * a['waiting']:.1f}% of their wall time", file=out)
     rows = [("LuaJIT, exit not linked (-Ohotexit=1e9 -Omaxside=0)",
              nl["slope"].fmt(1) + ("" if nl["linear"] else "*"), nl["dispatches"].fmt(2),
              f"exit stub, exit handler, snapshot restore, {a['interpreted']} interpreted "
@@ -189,27 +190,3 @@ def run(size: dict, luajit: lua_build.LuaBuild, results: ResultFile, cpu: int,
         return None
     sh = transitions.analyze(shim[2], shim[0], shim[1], SHIMLAB_MODES) if shim else None
     return analyze(results, configs, size, sh)
-
-
-def main(args) -> int:
-    from .bench import cpu_line
-    size = SIZES[args.size]
-    procs, _w, samples = size["runs"]
-    luajit = lua_build.build(lua_build.LUAJIT, "asm", args.cc or lua_build.LUAJIT_COMPILERS[0])
-    results = open_for("lua-exits", [c.key for c in configs_for(luajit, size)],
-                       output=args.output)
-    print(f"results file: {results.path.resolve()}", file=sys.stderr, flush=True)
-    cpu = args.cpu if args.cpu is not None else harness.default_cpu()
-    try:
-        a = run(size, luajit, results, cpu, args.processes or procs, args.samples or samples,
-                not args.no_shimlab)
-    except KeyboardInterrupt:
-        print(f"shimlab: interrupted; finished runs are in {results.path}", file=sys.stderr)
-        return 130
-    if a is None:
-        return 1
-    report(a, cpu_line(results))
-    summary = results.path.with_name(results.path.stem + "-summary.json")
-    summary.write_text(json.dumps(to_json(a), indent=1))
-    print(f"\nresults: {results.path} (pyperf JSON), summary: {summary.name}")
-    return 0

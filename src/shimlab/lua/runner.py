@@ -1,8 +1,9 @@
 """One Lua worker and the interleaved rounds of them: the harness's
 conventions (bench/harness.py) for interpreters that are programs of their
 own.  A worker is a fresh interpreter process pinned with taskset running
-csrc/lua/driver.lua, which times each run of the program in TSC cycles and
-holds its output to the expected output before the time is kept; rounds run
+csrc/lua/driver.lua, which times each run of the program in TSC cycles (and
+the process's CPU time, which leaves out the time another process had the
+CPU: the machine is shared) and holds its output to the expected output before the time is kept; rounds run
 every configuration once in a new order; the results file (pyperf JSON,
 bench/results.py) is saved after every worker.
 """
@@ -45,6 +46,28 @@ def expected_path(name: str, args: tuple[str, ...]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, text)
     return path
+
+
+# what a time is read as: TSC cycles (wall time, the lab's unit) or the
+# process's CPU time at the TSC's rate (less the time it waited for the CPU)
+CLOCKS = ("tsc", "cpu")
+
+
+def samples(results: ResultFile, key: str, clock: str = "tsc") -> list:
+    """One array per worker process of the configuration's times in TSC cycles."""
+    import numpy as np
+    r = results.get(key)
+    groups = r.cpu_cycles_groups() if clock == "cpu" else r.cycles_groups()
+    return [np.asarray(g, float) for g in groups]
+
+
+def waiting(results: ResultFile, keys) -> float:
+    """The median share of a run's wall time its process did not run (the
+    machine's other load, as these runs saw it)."""
+    import numpy as np
+    shares = [1.0 - cpu / ns for k in keys for run in results.get(k).runs
+              for cpu, ns in zip(run.cpu_ns, run.ns)]
+    return float(np.median(shares)) if shares else float("nan")
 
 
 @dataclass(frozen=True)
@@ -91,7 +114,7 @@ def command(c: LuaConfig, cpu: int, warmup: int, samples: int) -> list[str]:
 def parse(c: LuaConfig, stdout: str) -> dict:
     """The driver's lines as {"hz", "cycles", "ns", "warmup_ns"}; RunError on
     a wrong output or an incomplete report."""
-    out = {"cycles": [], "ns": [], "warmup_ns": [], "hz": None}
+    out = {"cycles": [], "ns": [], "cpu_ns": [], "warmup_ns": [], "hz": None}
     done = False
     for line in stdout.splitlines():
         kind, _, rest = line.partition(" ")
@@ -100,10 +123,11 @@ def parse(c: LuaConfig, stdout: str) -> dict:
         if kind == "hz":
             out["hz"] = float(rest)
         elif kind in ("sample", "warmup"):
-            cycles, ns = (int(v) for v in rest.split())
+            cycles, ns, cpu_ns = (int(v) for v in rest.split())
             if kind == "sample":
                 out["cycles"].append(cycles)
                 out["ns"].append(max(ns, 1))
+                out["cpu_ns"].append(cpu_ns)
             else:
                 out["warmup_ns"].append(ns)
         elif kind == "ok":
@@ -155,7 +179,7 @@ def measure(configs: list[LuaConfig], results: ResultFile, processes: int, warmu
                     progress.step(note=f"{c.key} FAILED")
                     continue
                 run = RunSamples(cycles=out["cycles"], ns=out["ns"], warmup_ns=out["warmup_ns"],
-                                 cpu=cpu)
+                                 cpu=cpu, cpu_ns=out["cpu_ns"])
                 results.add(c.key, c.describe(), [run], tsc_hz=out["hz"])
                 results.save()
                 progress.step(note=c.key)

@@ -9,7 +9,6 @@ uses a copy already on disk instead (offline machines, and the tests).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -18,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import ShimlabError
+from ..interp.build import sha256_file
 from ..paths import cache_root
 
 PACKAGE, VERSION = "lupa", "2.8"
@@ -48,14 +48,6 @@ def sdist_path() -> Path:
 def third_party() -> Path:
     """Where the unpacked interpreters' folders are (after fetch())."""
     return cache_dir() / "src" / f"{PACKAGE}-{VERSION}" / "third-party"
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _unpacked() -> bool:
@@ -109,7 +101,7 @@ def _download(dest: Path) -> None:
 
 
 def _check(path: Path, origin) -> None:
-    got = _sha256(path)
+    got = sha256_file(path)
     if got != SHA256:
         raise SourceError(f"{origin}: sha256 {got}, expected {SHA256} for {SDIST} "
                           f"(pinned in shimlab/lua/source.py); not used")
@@ -156,7 +148,7 @@ def fetch() -> Path:
         _check(archive, archive)
     else:
         archive = sdist_path()
-        if not archive.is_file() or _sha256(archive) != SHA256:
+        if not archive.is_file() or sha256_file(archive) != SHA256:
             _download(archive)
     _unpack(archive)
     return third_party()
