@@ -200,10 +200,12 @@ def function_sites(path, names=(), prefix: str | None = None) -> dict[str, Funct
     else wrote): each function in `names` and, with `prefix`, every function
     whose name starts with it, each with the parts a compiler split off.  A
     name the file does not have is left out."""
-    funcs = disasm.function_code(path)
-    wanted = [n for n in names if n in funcs]
+    symbols = disasm.functions(path)
+    wanted = [n for n in names if n in symbols]
     if prefix:
-        wanted += sorted(n for n in funcs if n.startswith(prefix) and "." not in n)
+        wanted += sorted(n for n in symbols if n.startswith(prefix) and "." not in n)
+    # only the wanted functions and their parts are disassembled
+    funcs = disasm.function_code(path, [p for n in wanted for p in _parts(symbols, n)])
     out = {}
     for name in dict.fromkeys(wanted):
         body = _function_body(funcs, name)
