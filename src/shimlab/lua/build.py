@@ -42,6 +42,7 @@ COMPILERS = ("clang-19", "clang-22", "gcc-11", "gcc-12")
 LUAJIT_COMPILERS = ("gcc-12", "clang-19")
 CLOCK_SOURCE = CSRC / "lua" / "shimclock.c"
 DRIVER = CSRC / "lua" / "driver.lua"
+EXIT_COUNTER = CSRC / "lua" / "count_exits.lua"
 LOG_TAIL = 3
 
 

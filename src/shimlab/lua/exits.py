@@ -17,6 +17,7 @@ interp.lua (k copies of `y = 1` per iteration) against k under -joff.
 """
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -28,13 +29,14 @@ from ..bench.table import table
 from .. import toolchain
 from ..errors import RunError
 from . import build as lua_build
-from .runner import LuaConfig, measure, samples, waiting
+from .runner import LuaConfig, measure, program_path, samples, waiting
 
 # the interpreted bytecodes a round trip adds: the taken branch's ADDVV and
 # JMP, and the JFORL that enters the trace (examples/lua/exits.lua, `luajit -bl`)
 INTERPRETED = 3
 NO_LINK = ("-Ohotexit=1000000000", "-Omaxside=0")
 BLOCK = 64
+COUNTER = lua_build.EXIT_COUNTER
 SIZES = {
     "tiny": dict(ms=(0, 8, 32), blocks=500, ks=(16, 80), n=5000, runs=(1, 0, 2),
                  shimlab="tiny"),
@@ -54,6 +56,36 @@ def configs_for(luajit: lua_build.LuaBuild, size: dict) -> list[LuaConfig]:
     out += [LuaConfig(luajit, "interp", (str(k), str(size["n"])), ("-joff",), "joff", "lua-exits")
             for k in size["ks"]]
     return out
+
+
+def exit_counts(luajit: lua_build.LuaBuild, size: dict, flags) -> dict[int, int]:
+    """Trace exits per run of exits.lua at each m (csrc/lua/count_exits.lua,
+    LuaJIT's texit event), with the interpreter options `flags`."""
+    out = {}
+    for m in size["ms"]:
+        cmd = [str(luajit.path), *flags, str(COUNTER), str(program_path("exits")), str(m),
+               str(size["blocks"])]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        line = (proc.stdout.strip().splitlines() or [""])[-1]
+        if proc.returncode != 0 or not line.startswith("exits "):
+            tail = (proc.stderr.strip().splitlines() or ["no output"])[0]
+            raise RunError(f"counting the exits of exits.lua m={m}: {tail}")
+        out[m] = int(line.split()[1])
+    return out
+
+
+def check_exits(counts: dict[int, int], blocks: int) -> None:
+    """Without linking, every taken branch is one exit: m x blocks more exits
+    per run than at the smallest m, up to a few from the set-up code (whose
+    loops over m can get traces of their own); otherwise the sweep would
+    price something else."""
+    low = min(counts)
+    for m, n in counts.items():
+        expected = (m - low) * blocks
+        if abs(n - counts[low] - expected) > max(8, expected // 1000):
+            raise RunError(f"exits.lua m={m}: {n} trace exits per run, expected {expected} "
+                           f"more than the {counts[low]} at m={low}: the exits are not what "
+                           f"the sweep prices")
 
 
 def _points(results: ResultFile, cs: list[LuaConfig], per: int, rng) -> list[stats.Estimate]:
@@ -124,6 +156,12 @@ def report(a: dict, cpu: str, out=None) -> None:
     if sh:
         own += f"; one shimlab dispatch (clang tail-call interpreter): {sh['dispatch'].fmt(2)}"
     print(own, file=out)
+    counts = a.get("exit_counts")
+    if counts:
+        print("trace exits per run, counted (LuaJIT's texit event), at m = "
+              + ", ".join(map(str, a["size"]["ms"])) + ": not linked "
+              + ", ".join(str(counts["nolink"][m]) for m in a["size"]["ms"]) + "; linked "
+              + ", ".join(str(counts["linked"][m]) for m in a["size"]["ms"]), file=out)
     print(f"\nsteps, cycles per added exit between exit counts per block of {BLOCK} "
           f"iterations:\n  not linked: {_steps_text(nl)}\n  linked: {_steps_text(ln)}",
           file=out)
@@ -176,6 +214,8 @@ def run(size: dict, luajit: lua_build.LuaBuild, results: ResultFile, cpu: int,
     `results` (shimlab's beside it, NAME-transitions.json); the analysis, or
     None when a configuration failed (named on stderr) or Ctrl-C stopped it."""
     configs = configs_for(luajit, size)
+    counts = {"nolink": exit_counts(luajit, size, NO_LINK), "linked": exit_counts(luajit, size, ())}
+    check_exits(counts["nolink"], size["blocks"])
     shim = None
     if with_shimlab:
         shim = shimlab_sweep(size, cpu, results.path.with_name(
@@ -189,4 +229,4 @@ def run(size: dict, luajit: lua_build.LuaBuild, results: ResultFile, cpu: int,
     if failures:
         return None
     sh = transitions.analyze(shim[2], shim[0], shim[1], SHIMLAB_MODES) if shim else None
-    return analyze(results, configs, size, sh)
+    return {**analyze(results, configs, size, sh), "exit_counts": counts}
