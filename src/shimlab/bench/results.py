@@ -126,10 +126,11 @@ class ConfigResult:
         return [r.cycles for r in self.runs]
 
     def cpu_cycles_groups(self) -> list[list[float]]:
-        """The CPU time of each run in TSC cycles (cpu_ns at the TSC's rate):
-        time comparable with cycles_groups, less the time the process waited."""
-        hz = self.tsc_hz or 0.0
-        return [[v * hz / 1e9 for v in r.cpu_ns] for r in self.runs]
+        """The CPU time of each run in TSC cycles (cpu_ns at the TSC's rate,
+        which is that run's cycles over its wall nanoseconds): time comparable
+        with cycles_groups, less the time the process waited for the CPU."""
+        return [[cpu * cyc / ns for cpu, cyc, ns in zip(r.cpu_ns, r.cycles, r.ns)]
+                for r in self.runs]
 
 
 # -- metadata encoding -------------------------------------------------------

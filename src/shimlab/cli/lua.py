@@ -75,10 +75,13 @@ def _bench(args) -> int:
 
 def _report(args) -> int:
     from ..bench.results import ResultFile
-    from ..lua import bench
+    from ..lua import bench, exits
     results = ResultFile.load(args.file)
     if results is None or not len(results):
         raise ShimlabError(f"{args.file}: no such results file, or an empty one")
+    if results.configs()[0].startswith("lua-exits/"):
+        return _finish(results, lambda: exits.reanalyze(results, args.clock), exits.report,
+                       exits.to_json)
     return _finish(results, lambda: bench.analyze(results, bench.configs_from(results),
                                                   args.clock),
                    bench.report, bench.to_json)
@@ -92,7 +95,7 @@ def _exits(args) -> int:
     results = _open("lua-exits", exits.configs_for(luajit, size), args.output)
     return _finish(results, lambda: exits.run(size, luajit, results, _cpu(args),
                                               args.processes or procs, args.samples or samples,
-                                              not args.no_shimlab),
+                                              not args.no_shimlab, clock=args.clock),
                    exits.report, exits.to_json)
 
 
@@ -136,8 +139,8 @@ def add_parser(sub, help_text: str) -> None:
     _clock(t)
     t.set_defaults(fn=_bench)
     r = lsub.add_parser("report", help="the tables of a results file of `shimlab lua bench` "
-                        "again, e.g. with the other clock")
-    r.add_argument("file", help="a results file written by shimlab lua bench")
+                        "or `exits` again, e.g. with the other clock")
+    r.add_argument("file", help="a results file written by shimlab lua bench or exits")
     _clock(r)
     r.set_defaults(fn=_report)
     e = lsub.add_parser("exits", help="LuaJIT's cost per trace exit and re-entry, beside "
@@ -149,4 +152,5 @@ def add_parser(sub, help_text: str) -> None:
     e.add_argument("--no-shimlab", action="store_true",
                    help="LuaJIT only, without shimlab's transitions sweep")
     _common(e)
+    _clock(e)
     e.set_defaults(fn=_exits)

@@ -18,7 +18,7 @@ from ..bench.results import ResultFile
 from ..bench.table import table
 from . import baseline
 from . import build as lua_build
-from .runner import CLOCKS, LuaConfig, measure, samples, waiting
+from .runner import CLOCKS, LuaConfig, clock_line, measure, samples, waiting
 
 # name: (arguments of the timed size, of the tiny one the tests run)
 PROGRAMS = {
@@ -38,25 +38,25 @@ SIZES = {
     "full": dict(runs=(6, 2, 10), tiny=False),
 }
 LUAJIT_MODES = {"joff": ("-joff",), "jit": ()}
-CLOCK_TEXT = {"tsc": "TSC cycles, wall time of each run (the lab's unit)",
-              "cpu": "the process's CPU time of each run, in TSC cycles (less the time it "
-                     "waited for the CPU)"}
 
 
-def configs_from(results: ResultFile) -> list[LuaConfig]:
-    """The configurations a results file of this suite holds, with their
-    builds (from the cache, or built again from the same sources)."""
+def configs_from(results: ResultFile, suite: str = "lua") -> list[LuaConfig]:
+    """The configurations a results file of `suite` holds (lua: shimlab lua
+    bench, lua-exits: shimlab lua exits), with their builds (from the cache,
+    or built again from the same sources)."""
     out = []
     for key in results.configs():
         cfg = results.get(key).config
         program, _, args = cfg["workload"].partition(".")
         label = "" if cfg.get("label", "none") == "none" else cfg["label"]
+        flags = tuple(cfg.get("interpreter_flags", "none").split()) \
+            if cfg.get("interpreter_flags", "none") != "none" else ()
         b = lua_build.build(cfg["flavour"], cfg["dispatch"], cfg["compiler"])
-        out.append(LuaConfig(b, program, tuple(args.split("-")) if args else (),
-                             LUAJIT_MODES.get(label, ()), label))
+        out.append(LuaConfig(b, program, tuple(args.split("-")) if args else (), flags, label,
+                             suite))
     missing = {c.key for c in out} ^ set(results.configs())
     if missing:
-        raise ShimlabError(f"{results.path}: not a results file of shimlab lua bench "
+        raise ShimlabError(f"{results.path}: not a results file of {suite} "
                            f"(e.g. {sorted(missing)[0]})")
     return out
 
@@ -159,8 +159,7 @@ def report(a: dict, cpu: str, out=None) -> None:
     out = out or sys.stdout
     progs = a["programs"]
     print(f"CPU: {cpu}", file=out)
-    print(f"time: {CLOCK_TEXT[a['clock']]}; the runs' processes were off the CPU for a median "
-          f"{100 * a['waiting']:.1f}% of their wall time (the machine's other load)", file=out)
+    print(clock_line(a), file=out)
     rows = [(c.build, c.where, c.opcodes, c.jumps,
              "" if c.with_own is None else c.with_own, "MERGED" if c.merged else "-", c.verdict)
             for c in {c.build: c for c in a["census"].values()}.values()]

@@ -29,7 +29,7 @@ from ..bench.table import table
 from .. import toolchain
 from ..errors import RunError
 from . import build as lua_build
-from .runner import LuaConfig, measure, program_path, samples, waiting
+from .runner import LuaConfig, clock_line, measure, program_path, samples, waiting
 
 # the interpreted bytecodes a round trip adds: the taken branch's ADDVV and
 # JMP, and the JFORL that enters the trace (examples/lua/exits.lua, `luajit -bl`)
@@ -88,9 +88,10 @@ def check_exits(counts: dict[int, int], blocks: int) -> None:
                            f"the sweep prices")
 
 
-def _points(results: ResultFile, cs: list[LuaConfig], per: int, rng) -> list[stats.Estimate]:
-    """Each configuration's median TSC cycles (as shimlab's sweep measures) per unit."""
-    return [stats.median_estimate([g / per for g in samples(results, c.key)], 2000, rng)
+def _points(results: ResultFile, cs: list[LuaConfig], per: int, rng,
+            clock: str) -> list[stats.Estimate]:
+    """Each configuration's median time per unit, in TSC cycles."""
+    return [stats.median_estimate([g / per for g in samples(results, c.key, clock)], 2000, rng)
             for c in cs]
 
 
@@ -101,15 +102,18 @@ def _sweep(xs, points) -> dict:
 
 
 def analyze(results: ResultFile, configs: list[LuaConfig], size: dict,
-            shimlab: dict | None) -> dict:
+            shimlab: dict | None, clock: str = "tsc") -> dict:
+    """The slopes over m (cycles per round trip) and over k (one dispatch),
+    on `clock` ("tsc" or "cpu": runner.CLOCKS); shimlab's analysis beside."""
     rng = np.random.default_rng(0)
     ms, ks = list(size["ms"]), list(size["ks"])
-    out = {"size": {k: v for k, v in size.items() if k != "runs"}, "interpreted": INTERPRETED}
+    out = {"size": {k: v for k, v in size.items() if k != "runs"}, "interpreted": INTERPRETED,
+           "clock": clock}
     for label in ("nolink", "linked"):
         cs = [c for c in configs if c.program == "exits" and c.label == label]
-        out[label] = _sweep(ms, _points(results, cs, size["blocks"], rng))
+        out[label] = _sweep(ms, _points(results, cs, size["blocks"], rng, clock))
     cs = [c for c in configs if c.program == "interp"]
-    out["dispatch"] = stats.slope_estimate(ks, _points(results, cs, size["n"], rng))
+    out["dispatch"] = stats.slope_estimate(ks, _points(results, cs, size["n"], rng, clock))
     trip = out["nolink"]["slope"]
     disp = out["dispatch"]
     out["nolink"]["dispatches"] = stats.ratio_of(trip, disp)
@@ -128,8 +132,8 @@ def _steps_text(sw: dict) -> str:
 def report(a: dict, cpu: str, out=None) -> None:
     out = out or sys.stdout
     nl, ln, disp = a["nolink"], a["linked"], a["dispatch"]
-    print(f"CPU: {cpu}; time in TSC cycles; the Lua runs' processes were off the CPU for a "
-          f"median {100 * a['waiting']:.1f}% of their wall time", file=out)
+    print(f"CPU: {cpu}", file=out)
+    print(clock_line(a), file=out)
     rows = [("LuaJIT, exit not linked (-Ohotexit=1e9 -Omaxside=0)",
              nl["slope"].fmt(1) + ("" if nl["linear"] else "*"), nl["dispatches"].fmt(2),
              f"exit stub, exit handler, snapshot restore, {a['interpreted']} interpreted "
@@ -184,6 +188,31 @@ def to_json(a: dict) -> dict:
         "shimlab": transitions.to_json(a["shimlab"]) if a.get("shimlab") else None}
 
 
+def reanalyze(results: ResultFile, clock: str = "tsc") -> dict:
+    """The analysis of a results file `run` wrote (and of shimlab's sweep in
+    NAME-transitions.json beside it, if there is one), e.g. on another clock;
+    the exit counts are counted again."""
+    from .bench import configs_from
+    configs = configs_from(results, "lua-exits")
+    luajit = configs[0].build
+    exit_args = [c.args for c in configs if c.program == "exits"]
+    interp_args = [c.args for c in configs if c.program == "interp"]
+    size = {"ms": tuple(sorted({int(a[0]) for a in exit_args})), "blocks": int(exit_args[0][1]),
+            "ks": tuple(sorted({int(a[0]) for a in interp_args})), "n": int(interp_args[0][1])}
+    configs = configs_for(luajit, size)       # in the order analyze() reads them
+    tpath = results.path.with_name(results.path.stem + "-transitions.json")
+    tresults = ResultFile.load(tpath) if tpath.is_file() else None
+    sh = None
+    if tresults is not None:
+        for name, tsize in transitions.SIZES.items():
+            cc = tresults.get(tresults.configs()[0]).config.get("cc")
+            keys = {c.key for c in transitions.configs_for(tsize, cc, SHIMLAB_MODES)}
+            if keys == set(tresults.configs()):
+                sh = transitions.analyze(tresults, tsize, cc, SHIMLAB_MODES)
+    counts = {"nolink": exit_counts(luajit, size, NO_LINK), "linked": exit_counts(luajit, size, ())}
+    return {**analyze(results, configs, size, sh, clock), "exit_counts": counts}
+
+
 def shimlab_sweep(size: dict, cpu: int, output: Path | None):
     """shimlab's transitions sweep of jit-shim and jit-direct at the size's
     transitions size: (its size, compiler, results file, round) where
@@ -209,7 +238,7 @@ def shimlab_sweep(size: dict, cpu: int, output: Path | None):
 
 def run(size: dict, luajit: lua_build.LuaBuild, results: ResultFile, cpu: int,
         processes: int, samples: int, with_shimlab: bool = True,
-        quiet: bool = False) -> dict | None:
+        quiet: bool = False, clock: str = "tsc") -> dict | None:
     """The sweep of LuaJIT's exits (and shimlab's, in the same rounds) into
     `results` (shimlab's beside it, NAME-transitions.json); the analysis, or
     None when a configuration failed (named on stderr) or Ctrl-C stopped it."""
@@ -229,4 +258,4 @@ def run(size: dict, luajit: lua_build.LuaBuild, results: ResultFile, cpu: int,
     if failures:
         return None
     sh = transitions.analyze(shim[2], shim[0], shim[1], SHIMLAB_MODES) if shim else None
-    return {**analyze(results, configs, size, sh), "exit_counts": counts}
+    return {**analyze(results, configs, size, sh, clock), "exit_counts": counts}

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import isolate, toolchain
-from ..errors import RunError, ToolchainError
+from ..errors import RunError, ShimlabError, ToolchainError
 from ..bench.progress import Progress
 from ..bench.results import ResultFile, RunSamples
 from ..paths import EXAMPLES
@@ -57,6 +57,9 @@ def samples(results: ResultFile, key: str, clock: str = "tsc") -> list:
     """One array per worker process of the configuration's times in TSC cycles."""
     import numpy as np
     r = results.get(key)
+    if clock == "cpu" and not all(run.cpu_ns for run in r.runs):
+        raise ShimlabError(f"{results.path}: {key}: no CPU times recorded (a file written "
+                           f"before they were): read it with --clock tsc")
     groups = r.cpu_cycles_groups() if clock == "cpu" else r.cycles_groups()
     return [np.asarray(g, float) for g in groups]
 
@@ -68,6 +71,24 @@ def waiting(results: ResultFile, keys) -> float:
     shares = [1.0 - cpu / ns for k in keys for run in results.get(k).runs
               for cpu, ns in zip(run.cpu_ns, run.ns)]
     return float(np.median(shares)) if shares else float("nan")
+
+
+CLOCK_TEXT = {"tsc": "TSC cycles of each run's wall time (the lab's unit)",
+              "cpu": "the process's CPU time of each run, in TSC cycles (less the time it "
+                     "waited for the CPU)"}
+# a share of wall time off the CPU past which wall-clock figures measure the load
+WAITING_WARNING = 0.10
+
+
+def clock_line(a: dict) -> str:
+    """What the times are, and how much the runs waited for the CPU (a["clock"],
+    a["waiting"]), with a warning where wall time measures the machine's load."""
+    text = (f"time: {CLOCK_TEXT[a['clock']]}; the runs' processes were off the CPU for a "
+            f"median {100 * a['waiting']:.1f}% of their wall time (the machine's other load)")
+    if a["clock"] == "tsc" and a["waiting"] > WAITING_WARNING:
+        text += ("\nWARNING: wall time here is largely waiting for the CPU: read these "
+                 "figures with --clock cpu")
+    return text
 
 
 @dataclass(frozen=True)
