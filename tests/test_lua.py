@@ -18,7 +18,8 @@ import pytest
 from shimlab import toolchain
 from shimlab.errors import BuildError, RunError
 from shimlab.interp import dispatch_check
-from shimlab.lua import baseline, bench, exits, runner, source
+from shimlab.bench.results import ResultFile, RunSamples
+from shimlab.lua import baseline, bench, exits, oracles, runner, source
 from shimlab.lua import build as lua_build
 
 
@@ -205,6 +206,35 @@ def test_a_worker_times_every_run_and_checks_it(pair):
         assert 0.5 < cyc / (ns * out["hz"] / 1e9) < 2.0
 
 
+@pytest.mark.parametrize("program, args", [("exits", ("8", "3")), ("exits", ("32", "2")),
+                                           ("exits", ("0", "1")), ("interp", ("16", "50"))])
+def test_the_oracles_say_what_the_sized_programs_print(pair, program, args):
+    out = subprocess.run([str(pair["switch"].path), str(runner.program_path(program)), *args],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout == oracles.ORACLES[program](*args)
+
+
+def test_the_exit_check_takes_m_times_blocks_more_exits_and_nothing_else():
+    exits.check_exits({0: 36, 4: 4036, 8: 8037}, 1000)
+    with pytest.raises(RunError) as e:
+        exits.check_exits({0: 36, 4: 4036, 8: 16036}, 1000)     # an exit per taken branch twice
+    assert "m=8" in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(RunError):
+        exits.check_exits({0: 1280036, 8: 1288036}, 1000)       # every iteration leaves already
+
+
+def test_cpu_times_round_trip_through_a_results_file(tmp_path):
+    rf = ResultFile(tmp_path / "r.json")
+    rf.add("lua/x/y", {"workload": "x"}, [RunSamples(cycles=[2600, 5200], ns=[1000, 2000],
+                                                      cpu_ns=[500, 2000])])
+    rf.save()
+    back = ResultFile.load(tmp_path / "r.json").get("lua/x/y")
+    assert back.runs[0].cpu_ns == [500, 2000]
+    assert back.cpu_cycles_groups() == [[1300.0, 5200.0]]      # at that run's own TSC rate
+    with pytest.raises(ValueError):
+        rf.add("lua/x/z", {"workload": "x"}, [RunSamples(cycles=[1], ns=[1], cpu_ns=[1, 2])])
+
+
 def test_bench_tiny_on_one_pair_is_well_formed(pair, goto_compiler, tmp_path):
     out = tmp_path / "lua.json"
     p = _shimlab("lua", "bench", "--size", "tiny", "--flavour", "lua54", "--cc", goto_compiler,
@@ -217,6 +247,10 @@ def test_bench_tiny_on_one_pair_is_well_formed(pair, goto_compiler, tmp_path):
         {f"lua54-{d}-{goto_compiler}" for d in lua_build.DISPATCH}
     (g,) = summary["goto_vs_switch"]
     assert g["geomean"]["ci95"][0] <= g["geomean"]["value"] <= g["geomean"]["ci95"][1]
+    again = _shimlab("lua", "report", str(out), "--clock", "cpu")
+    assert again.returncode == 0, again.stderr
+    assert "CPU time" in again.stdout and "goto against switch" in again.stdout
+    _one_line(_shimlab("lua", "report", str(tmp_path / "none.json")), "no such results file")
 
 
 # -- the slow ones: every build, the benchmarks -------------------------------------------------

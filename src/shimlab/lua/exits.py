@@ -78,8 +78,13 @@ def check_exits(counts: dict[int, int], blocks: int) -> None:
     """Without linking, every taken branch is one exit: m x blocks more exits
     per run than at the smallest m, up to a few from the set-up code (whose
     loops over m can get traces of their own); otherwise the sweep would
-    price something else."""
+    price something else.  At the smallest m the loop must stay in its trace.
+    """
     low = min(counts)
+    if counts[low] > blocks:
+        raise RunError(f"exits.lua m={low}: {counts[low]} trace exits per run, more than one "
+                       f"per block of {BLOCK} iterations without any taken branch: the loop "
+                       f"leaves its trace for another reason")
     for m, n in counts.items():
         expected = (m - low) * blocks
         if abs(n - counts[low] - expected) > max(8, expected // 1000):
