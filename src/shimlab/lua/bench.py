@@ -54,6 +54,13 @@ def configs_from(results: ResultFile, suite: str = "lua") -> list[LuaConfig]:
         b = lua_build.build(cfg["flavour"], cfg["dispatch"], cfg["compiler"])
         out.append(LuaConfig(b, program, tuple(args.split("-")) if args else (), flags, label,
                              suite))
+    # the order configs_for makes: programs, then versions, compilers and dispatches
+    known = list(PROGRAMS) + ["exits", "interp"]
+    ccs = list(lua_build.COMPILERS)
+    out.sort(key=lambda c: (known.index(c.program) if c.program in known else len(known),
+                            c.args, c.build.flavour,
+                            ccs.index(c.build.compiler) if c.build.compiler in ccs else len(ccs),
+                            c.build.dispatch, c.label))
     missing = {c.key for c in out} ^ set(results.configs())
     if missing:
         raise ShimlabError(f"{results.path}: not a results file of {suite} "
