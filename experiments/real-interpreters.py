@@ -174,7 +174,8 @@ nb.save_figure(fig, OUT, "exits")
 
 # %%
 def _sig(e) -> str:
-    return "faster" if e.hi < 1 else "slower" if e.lo > 1 else "not significantly different"
+    return ("faster than" if e.hi < 1 else "slower than" if e.lo > 1
+            else "not significantly different from")
 
 
 findings = []
@@ -192,12 +193,13 @@ if others:
         f"{c.build} {c.jumps}{' MERGED' if c.merged else ''}" for c in others) + ".")
 for g in gs:
     e = g["geomean"]
-    findings.append(f"{g['flavour']} {g['compiler']}: goto is {_sig(e)} than switch, "
+    findings.append(f"{g['flavour']} {g['compiler']}: goto is {_sig(e)} switch, "
                     f"{e.fmt(3)} of its time ({census[g['goto']].jumps} goto dispatch jumps, "
                     f"{'MERGED' if census[g['goto']].merged else 'not merged'}).")
 for v in lj:
     e = v["geomean"]
-    findings.append(f"{v['luajit']} takes {e.fmt(3)} of the time of {v['best']} ({_sig(e)}).")
+    findings.append(f"{v['luajit']} takes {e.fmt(3)} of the time of {v['best']} ({_sig(e)} "
+                    f"it).")
 nl = ex["nolink"]
 sh = ex["shimlab"]["modes"]
 findings.append(
