@@ -213,3 +213,5 @@ findings.append(
 for f in findings:
     print("-", f)
 (OUT / "findings.txt").write_text("\n".join(findings) + "\n")
+nb.save_json({"quick": QUICK, "cpu": cpu, "clock": CLOCK, "findings": findings,
+              "census": {n: c.line() for n, c in census.items()}}, OUT)
