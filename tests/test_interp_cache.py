@@ -35,7 +35,7 @@ def test_entry_ok_checks_size_and_hash_recorded_at_build_time(tmp_path):
     so = entry / build.SO_NAME
     so.write_bytes(b"\x7fELF" + bytes(range(256)) * 40)
     (entry / "build.json").write_text(json.dumps({"mode": "switch",
-                                                  **build._fingerprint(so)}))
+                                                  **build.fingerprint(so)}))
     assert build.entry_ok(entry)
     with open(so, "r+b") as f:
         f.truncate(100)
@@ -44,7 +44,7 @@ def test_entry_ok_checks_size_and_hash_recorded_at_build_time(tmp_path):
     assert not build.entry_ok(entry)
     (entry / "build.json").write_text("{")
     assert not build.entry_ok(entry)
-    build._discard(entry)
+    build.discard(entry)
     assert not entry.exists() and os.listdir(tmp_path) == []
 
 

@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("shimlab.vm",),                   # the loader with the JIT's hooks
     ("shimlab.stenciltest", "shimlab.doctor", "shimlab.sanitize"),
     ("shimlab.bench", "shimlab.census"),   # census: anyone's interpreter binary
+    ("shimlab.lua",),                  # real interpreters: Lua's sources, builds, timing
     ("shimlab.notebook", "shimlab.reproduce"),
     ("shimlab.cli",),
 ]

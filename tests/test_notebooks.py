@@ -132,6 +132,25 @@ def test_the_illusion_compares_both_baselines_and_flags_the_merged_one(outputs):
 
 
 @pytest.mark.slow
+def test_lua_interpreters_has_the_census_the_ratios_and_the_exit_cost(outputs):
+    r, out = outputs["lua-interpreters"]
+    if "the Lua sources cannot be had" in r.stderr:
+        pytest.skip("lupa's sdist cannot be reached")
+    census = (out / "census.txt").read_text()
+    assert "luaV_execute" in census and "lj_BC_" in census
+    summary = json.loads((out / "lua-summary.json").read_text())
+    assert summary["goto_vs_switch"] and summary["luajit"] and summary["clock"] == "cpu"
+    for g in summary["goto_vs_switch"]:
+        lo, hi = g["geomean"]["ci95"]
+        assert lo <= g["geomean"]["value"] <= hi
+    exits = json.loads((out / "exits-summary.json").read_text())
+    assert exits["nolink"]["slope"]["value"] > exits["linked"]["slope"]["value"]
+    assert set(exits["shimlab"]["modes"]) == {"jit-shim", "jit-direct"}
+    findings = (out / "findings.txt").read_text()
+    assert "clang 19" in findings and "trace exit" in findings
+
+
+@pytest.mark.slow
 def test_per_opcode_profile_covers_bf_and_minipy(outputs):
     results = json.loads((outputs["per-opcode-profile"][1] / "results.json").read_text())
     kinds = {Path(p["workload"]).suffix for p in results["profiles"]}

@@ -61,6 +61,7 @@ FORMAT_VERSION = 1
 K_FORMAT = "shimlab_format"
 K_CONFIG = "shimlab_config."
 K_CYCLES = "shimlab_cycles"
+K_CPU_NS = "shimlab_cpu_ns"
 K_INSTRUCTIONS = "shimlab_instructions"
 K_VM_INSTRUCTIONS = "shimlab_vm_instructions"
 K_CROSSINGS = "shimlab_crossings"
@@ -79,7 +80,7 @@ K_PLAN = "shimlab_plan"
 # the largest results file read (a full dispatch run is a few MB)
 MAX_BYTES = 256 << 20
 
-_RUN_KEYS = (K_CYCLES, K_INSTRUCTIONS, K_VM_INSTRUCTIONS, K_PID, K_CPU, K_LAYOUT,
+_RUN_KEYS = (K_CYCLES, K_CPU_NS, K_INSTRUCTIONS, K_VM_INSTRUCTIONS, K_PID, K_CPU, K_LAYOUT,
              K_CODE_LAYOUT, K_CODE_AT, K_CROSSINGS, K_EVENTS)
 _PYPERF_RUN_KEYS = ("name", "unit", "loops", "inner_loops", "duration")
 _JSON_TAG = "json:"
@@ -100,6 +101,9 @@ class RunSamples:
     code_at: int | None = None           # where its code landed: sl_interpret's page offset
     crossings: int | None = None         # JIT modes: interpreter <-> trace crossings per run
     events: dict | None = None           # hardware events per run (name -> mean count)
+    # the process's CPU time per run (ns; [] if not measured): leaves out the
+    # time another process had the CPU (shimlab lua records it)
+    cpu_ns: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -123,6 +127,13 @@ class ConfigResult:
 
     def cycles_groups(self) -> list[list[int]]:
         return [r.cycles for r in self.runs]
+
+    def cpu_cycles_groups(self) -> list[list[float]]:
+        """The CPU time of each run in TSC cycles (cpu_ns at the TSC's rate,
+        which is that run's cycles over its wall nanoseconds): time comparable
+        with cycles_groups, less the time the process waited for the CPU."""
+        return [[cpu * cyc / ns for cpu, cyc, ns in zip(r.cpu_ns, r.cycles, r.ns)]
+                for r in self.runs]
 
 
 # -- metadata encoding -------------------------------------------------------
@@ -188,6 +199,11 @@ def _encode_run(run: RunSamples, common: dict) -> pyperf.Run:
     metadata = dict(common)
     if cycles:
         metadata[K_CYCLES] = ",".join(map(str, cycles))
+    cpu_ns = [_as_int(v, "cpu_ns samples", 0) for v in run.cpu_ns]
+    if cpu_ns and len(cpu_ns) != len(ns):
+        raise ValueError(f"{len(cpu_ns)} cpu_ns samples but {len(ns)} ns samples")
+    if cpu_ns:
+        metadata[K_CPU_NS] = ",".join(map(str, cpu_ns))
     for key, value in ((K_INSTRUCTIONS, run.instructions),
                        (K_VM_INSTRUCTIONS, run.vm_instructions),
                        (K_PID, run.worker_pid), (K_CPU, run.cpu),
@@ -218,16 +234,7 @@ def _decode_run(run: pyperf.Run) -> RunSamples:
     """One run, every field checked: ValueError names the one that is corrupted."""
     md = run.get_metadata()
     ns = [int(round(v * 1e9)) for v in run.values]
-    cycles = md.get(K_CYCLES)
-    if cycles is None:
-        cycle_list = []
-    else:
-        parts = cycles.split(",") if isinstance(cycles, str) else [None]
-        if not all(isinstance(p, str) and p.isascii() and p.isdigit() for p in parts):
-            raise ValueError(f"{K_CYCLES} is {str(cycles)[:40]!r}, not comma-separated counts")
-        cycle_list = [int(c) for c in parts]
-        if len(cycle_list) != len(ns):
-            raise ValueError(f"{K_CYCLES} has {len(cycle_list)} samples for {len(ns)} times")
+    cycle_list = _count_list(md, K_CYCLES, len(ns))
     # pyperf values are per loop iteration; shimlab always writes loops=1,
     # and for files pyperf wrote itself the per-iteration time is what
     # compares.
@@ -244,6 +251,7 @@ def _decode_run(run: pyperf.Run) -> RunSamples:
         code_at=_int_field(md, K_CODE_AT),
         crossings=_int_field(md, K_CROSSINGS),
         events=_events_field(md),
+        cpu_ns=_count_list(md, K_CPU_NS, len(ns)),
     )
 
 
@@ -257,6 +265,21 @@ def _events_field(md: dict) -> dict | None:
         raise ValueError(f"{K_EVENTS} is {str(value)[:40]!r}, not name=count pairs") from None
     if not all(math.isfinite(v) and v >= 0 for v in out.values()):
         raise ValueError(f"{K_EVENTS} is {str(value)[:40]!r}: counts must be finite and >= 0")
+    return out
+
+
+def _count_list(md: dict, key: str, n: int) -> list[int]:
+    """A per-sample list of counts stored as one comma-separated string
+    ([] when absent); ValueError when it is not one count per sample."""
+    value = md.get(key)
+    if value is None:
+        return []
+    parts = value.split(",") if isinstance(value, str) else [None]
+    if not all(isinstance(p, str) and p.isascii() and p.isdigit() for p in parts):
+        raise ValueError(f"{key} is {str(value)[:40]!r}, not comma-separated counts")
+    out = [int(c) for c in parts]
+    if len(out) != n:
+        raise ValueError(f"{key} has {len(out)} samples for {n} times")
     return out
 
 

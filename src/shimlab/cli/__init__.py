@@ -36,6 +36,7 @@ COMMANDS = {
     "stencils": "list, show, test and compare the JIT's stencils",
     "compare": "compare two results files, with intervals and verdicts",
     "reproduce": "run an experiment notebook (experiments/NAME.py, or a path to your own)",
+    "lua": "fetch, build and time Lua 5.4/5.5 and LuaJIT 2.1 from their sources",
 }
 
 

@@ -178,7 +178,7 @@ SO_NAME = "libshimlab.so"
 _verified: set[tuple] = set()     # (path, inode, size, mtime) hashed once per process
 
 
-def _sha256(path: Path) -> str:
+def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -186,8 +186,8 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _fingerprint(so: Path) -> dict:
-    return {"so_size": so.stat().st_size, "so_sha256": _sha256(so)}
+def fingerprint(so: Path) -> dict:
+    return {"so_size": so.stat().st_size, "so_sha256": sha256_file(so)}
 
 
 def _elf_complete(so: Path, size: int) -> bool:
@@ -207,11 +207,11 @@ def _write_json(path: Path, data: dict) -> None:
     write_atomic(path, json.dumps(data, indent=1))
 
 
-def entry_ok(out_dir: Path) -> bool:
-    """Whether the cache entry's library is the one built there (size and
-    hash as recorded in build.json); an older entry without a record is
-    checked for truncation and then gets one."""
-    so = out_dir / SO_NAME
+def entry_ok(out_dir: Path, artifact: str = SO_NAME) -> bool:
+    """Whether the cache entry's library (or other ELF file `artifact`) is the
+    one built there (size and hash as recorded in build.json); an older entry
+    without a record is checked for truncation and then gets one."""
+    so = out_dir / artifact
     try:
         st = so.stat()
         meta = json.loads((out_dir / "build.json").read_text())
@@ -224,8 +224,8 @@ def entry_ok(out_dir: Path) -> bool:
         if "so_sha256" not in meta:
             if not _elf_complete(so, st.st_size):
                 return False
-            _write_json(out_dir / "build.json", {**meta, **_fingerprint(so)})
-        elif meta.get("so_size") != st.st_size or meta.get("so_sha256") != _sha256(so):
+            _write_json(out_dir / "build.json", {**meta, **fingerprint(so)})
+        elif meta.get("so_size") != st.st_size or meta.get("so_sha256") != sha256_file(so):
             return False
     except OSError:
         return False
@@ -233,7 +233,7 @@ def entry_ok(out_dir: Path) -> bool:
     return True
 
 
-def _discard(out_dir: Path) -> None:
+def discard(out_dir: Path) -> None:
     """Move a bad entry out of the way (one rename, so a concurrent build
     never sees half of it) and delete it; another process may have done so."""
     import shutil
@@ -290,7 +290,7 @@ def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAU
     if entry_ok(out_dir):
         return result
     if out_dir.exists():
-        _discard(out_dir)      # truncated or changed since it was built: build it again
+        discard(out_dir)       # truncated or changed since it was built: build it again
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     import shutil       # here, as the compiler: a cached build needs neither
     import tempfile
@@ -312,7 +312,7 @@ def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAU
             raise BuildError(f"{cc.name} failed to build the {mode} interpreter: "
                              f"{first or proc.stderr.strip()[:500]}")
         (tmp / "build.json").write_text(json.dumps({**result.describe(), "command": cmd,
-                                                    **_fingerprint(tmp / SO_NAME)}, indent=1))
+                                                    **fingerprint(tmp / SO_NAME)}, indent=1))
         try:
             os.replace(tmp, out_dir)
         except OSError:
