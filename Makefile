@@ -16,7 +16,7 @@ demo: setup
 
 # `make test` leaves out the tests marked slow (pytest -m slow: all notebooks
 # but one run in quick mode, and the like) to stay within CI's time; `make test-all`
-# runs them too.  README, "Testing for reliability", lists what each runs.
+# runs them too.  docs/testing.md lists what each runs.
 test: setup
 	$(PY) -m shimlab.interp.generate --check
 	$(PY) -m pytest -q -m "not slow" tests

@@ -61,7 +61,7 @@ OUT = nb.out_dir(NAME)
 if QUICK:
     # small: short loops, few samples, three K; M from 8 on, where every
     # interpreted stretch is at most 4 LOAD_INT/POP pairs (at M = 4 it is 8,
-    # which this host's branch predictor loses: the README's negative first step)
+    # which this host's branch predictor loses: docs/findings.md's negative first step)
     SIZE = dict(ms=(8, 16, 32), j=64, i=64, n=1000, ks=(16, 48), runs=(3, 1, 5))
     KS = [0, 1, 3]
 else:

@@ -4,7 +4,10 @@ Every exit first sets ip to the bytecode instruction to resume at; then:
   exit:shim                 stores sp and head in the vm and returns ip to the shim
   exit:direct               jumps through the dispatch table, like any handler
   exit:direct-handler       jumps straight to the handler of the known instruction
-These stubs are the only code that differs between the three JIT modes.
+In a trace these stubs are the only code that differs between the JIT modes
+whose traces run in the interpreter's register order (six of the seven; the
+exit slots of jit-trampoline, whose traces run in another, are in
+trampoline.py).  How each mode enters a trace is csrc/crossing.h's.
 With K cached values each has a :k<K> variant that reloads them (below).
 """
 from peachpy.x86_64 import ADD, DEC, INC, JMP, MOV, MOVSXD, RET, SUB, dword, qword, r10, rax, rcx

@@ -1,6 +1,7 @@
 """Stencils for constants, locals and the operand stack.
 
-sp (r13) points at the next free slot, so the top of stack is [sp - 8].
+sp (r.sp: r13 in clang's preserve_none order, derived per compiler by
+abi/contract.py) points at the next free slot, so the top of stack is [sp - 8].
 """
 from peachpy.x86_64 import ADD, MOV, SUB, qword, rax
 

@@ -457,7 +457,7 @@ def test_first_of_finds_what_a_walk_finds():
 
 
 def test_the_timing_program_makes_one_trace_of_about_100_instructions():
-    """examples/timing/long_body.py is what the README times as a trace of
+    """examples/timing/long_body.py is what docs/findings.md times as a trace of
     100 instructions: it stays one."""
     from conftest import EXAMPLES
     *_, report, _ = _stats((EXAMPLES / "timing" / "long_body.py").read_text(), "minipy", opt=3)

@@ -1,6 +1,7 @@
-"""Prototyping a stencil as the README tells it, from a folder outside the
-checkout named by $SHIMLAB_STENCILS: the README's own example and commands
-(read from README.md, so the test fails when the README drifts), misuse of
+"""Prototyping a stencil as docs/howto-write-and-time-a-stencil.md tells it,
+from a folder outside the checkout named by $SHIMLAB_STENCILS: the how-to's
+own example and commands (read from the page, so the test fails when it
+drifts; examples/stencils/ ships the same module), misuse of
 --stencil refused in one line, broken modules failing only the runs that
 select them, `run --check`, `stencils compare A B` and `bench programs
 --stencil`."""
@@ -74,16 +75,19 @@ def _one_line_error(p, *needles):
     return lines[0]
 
 
-# ---- the README's example, from a folder outside the checkout ------------------------
+# ---- the how-to's example, from a folder outside the checkout -------------------------
 
-def readme_example() -> tuple[str, str, list[list[str]]]:
-    """(module file name, its source, the shimlab commands) of the README's
+HOWTO = ROOT / "docs" / "howto-write-and-time-a-stencil.md"
+
+
+def howto_example() -> tuple[str, str, list[list[str]]]:
+    """(module file name, its source, the shimlab commands) of the how-to's
     'Prototyping a stencil' paragraph."""
-    text = (ROOT / "README.md").read_text()
+    text = HOWTO.read_text()
     at = text.index("**Prototyping a stencil.**")
     py = re.search(r"```python\n(.*?)```", text[at:], re.S)
     sh = re.search(r"```sh\n(.*?)```", text[at:], re.S)
-    assert py and sh, "the README's prototyping paragraph lost its example"
+    assert py and sh, "the how-to's prototyping paragraph lost its example"
     source = py.group(1)
     name = re.match(r"#\s*(\w+\.py)", source)
     assert name, "the example's first line names its file: # NAME.py ..."
@@ -92,8 +96,10 @@ def readme_example() -> tuple[str, str, list[list[str]]]:
     return name.group(1), source, commands
 
 
-def test_the_readme_example_is_what_the_test_runs():
-    name, source, commands = readme_example()
+def test_the_howto_example_is_what_the_test_runs():
+    name, source, commands = howto_example()
+    assert (ROOT / "examples" / "stencils" / name).read_text() == source, \
+        "examples/stencils/ ships the how-to's example as it stands"
     assert "from jitstubs.asm import stencil" in source and "@stencil(" in source
     assert [c[:3] for c in commands if c[1] == "stencils"] == [
         ["shimlab", "stencils", "test"], ["shimlab", "stencils", "show"],
@@ -104,8 +110,8 @@ def test_the_readme_example_is_what_the_test_runs():
 
 @needs_jit
 @pytest.mark.parametrize("imports", ["as written", "relative"])
-def test_the_readme_example_works_unchanged_from_an_outside_folder(tmp_path, imports):
-    name, source, commands = readme_example()
+def test_the_howto_example_works_unchanged_from_an_outside_folder(tmp_path, imports):
+    name, source, commands = howto_example()
     if imports == "relative":       # what jitstubs/'s own families write
         source = source.replace("from jitstubs.asm import", "from .asm import")
     folder = tmp_path / "my stencils"
@@ -199,7 +205,7 @@ def test_stencils_compare_refuses_what_it_cannot_compare(tmp_path, args, needle)
 
 @needs_jit
 def test_a_broken_module_breaks_only_the_runs_that_select_it(tmp_path):
-    name, source, _ = readme_example()
+    name, source, _ = howto_example()
     env = _proto_dir(tmp_path, broken_body=BROKEN_BODY, broken_import=BROKEN_IMPORT,
                      **{name[:-3]: source})
     prog = tmp_path / "gcd.py"
@@ -340,7 +346,7 @@ def test_bench_programs_does_not_time_a_wrong_stencil(tmp_path, monkeypatch):
 
 @needs_jit
 def test_bench_programs_stencil_times_a_prototype_against_the_standard(tmp_path):
-    name, source, _ = readme_example()
+    name, source, _ = howto_example()
     env = _proto_dir(tmp_path, **{name[:-3]: source})
     prog = tmp_path / "loops.bf"
     prog.write_text("++++++++[>++++++++[>+>++<<-]<-]>>.")

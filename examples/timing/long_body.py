@@ -1,5 +1,6 @@
 # A loop whose trace is 101 VM instructions: what `shimlab run --stats` times
-# as "a trace of 100 instructions" directly (README, "What a trace costs to make").
+# as "a trace of 100 instructions" directly (docs/jit.md and docs/findings.md,
+# "What a trace costs to make").
 i = 0
 a = 1
 b = 2

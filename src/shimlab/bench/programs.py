@@ -1,5 +1,5 @@
 """`shimlab bench programs`: whole programs under the tail-call interpreter
-and the three JIT modes.  Their inner loops get traces and their outer loops
+and the JIT modes.  Their inner loops get traces and their outer loops
 mostly do not, so they cross often: this shows how much of a crossing's cost
 survives in a real program.  Ratios are time against `tailcall`."""
 from __future__ import annotations

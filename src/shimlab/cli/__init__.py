@@ -18,7 +18,7 @@ from ..errors import ShimlabError
 from ..isolate import Crash, Timeout
 from . import version
 
-# exit statuses (README "Exit status"); 2 and 3 are isolate.Crash and Timeout
+# exit statuses (docs/cli.md, "Exit status"); 2 and 3 are isolate.Crash and Timeout
 EXIT_ERROR, EXIT_CRASH, EXIT_TIMEOUT = 1, 2, 3
 
 DESCRIPTION = ("A laboratory for bytecode-interpreter dispatch and interpreter/JIT calling "
@@ -32,7 +32,7 @@ COMMANDS = {
               "indirect jumps, MERGED",
     "doctor": "what this machine's toolchain can do",
     "bench": "run a benchmark suite: dispatch, transitions or programs",
-    "demo": "set-up check plus the headline benchmark (the transition sweep), small",
+    "demo": "set-up check plus the headline benchmark (the paired transition benchmark), quick",
     "stencils": "list, show, test and compare the JIT's stencils",
     "compare": "compare two results files, with intervals and verdicts",
     "reproduce": "run an experiment notebook (experiments/NAME.py, or a path to your own)",

@@ -1,6 +1,9 @@
 """Copy-and-patch: lays a trace's stencils end to end, adds its exit stubs,
 and patches every hole.  The trace body is the same bytes in every JIT
-mode; only the exit stubs (fixed-size slots after the body) differ.
+mode whose traces run in the interpreter's register order; only the exit
+stubs (fixed-size slots after the body) differ.  jit-trampoline's traces are
+built for another order (modes.py trace_order), from that order's stencils,
+behind an entry stub of their own.
 
 A trace is laid out once (compile_trace with size_only: pieces, offsets,
 exits, its size) and then patched where memory was found for it (place).
