@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from hypothesis.control import current_build_context, currently_in_test_context
 from hypothesis.errors import HypothesisException
 
+import cpython
 import strategies
 from conftest import ROOT, execution_configs, get_build
 from shimlab.interp import loader
@@ -47,6 +48,9 @@ class Case:
     kind: str                  # "bf", "minipy" or "bytecode"
     source: str | dict         # source text, or the .slbc dict for bytecode
     input: bytes = b""
+    # minipy: what CPython prints for it (booleans as 1 and 0), which the
+    # oracle's output must equal (tests/against_cpython.py); None: not compared
+    cpython: str | None = None
 
     def program(self, bf_opt: int = 0):
         if self.kind == "bytecode":
@@ -61,11 +65,15 @@ class Case:
 
     def to_json(self) -> dict:
         # latin-1 keeps every byte and leaves text readable in the file
-        return {"kind": self.kind, "source": self.source, "input": self.input.decode("latin-1")}
+        out = {"kind": self.kind, "source": self.source, "input": self.input.decode("latin-1")}
+        if self.cpython is not None:     # (cases without it keep their digest)
+            out["cpython"] = self.cpython
+        return out
 
     @classmethod
     def from_json(cls, d: dict) -> "Case":
-        return cls(d["kind"], d["source"], d.get("input", "").encode("latin-1"))
+        return cls(d["kind"], d["source"], d.get("input", "").encode("latin-1"),
+                   d.get("cpython"))
 
     @property
     def digest(self) -> str:
@@ -200,7 +208,8 @@ def compare_all(expected: dict, results: dict) -> list[str]:
 # ---- the check and the regression files ----------------------------------------
 
 def check(case: Case, configs_: list[Config] | None = None) -> None:
-    """Assert every configuration (default: configs()) agrees with the oracle on case."""
+    """Assert every configuration (default: configs()) agrees with the oracle
+    on case, and the oracle with CPython where the case says what CPython prints."""
     configs_ = configs() if configs_ is None else configs_
     expected = None
     try:
@@ -212,7 +221,8 @@ def check(case: Case, configs_: list[Config] | None = None) -> None:
                     reject()          # too long for a quick test; not a failure
                 raise
             expected = result_to_json(ref)
-            problems = compare_all(expected, run_modes(program, case.input, configs_))
+            problems = against_cpython(case, expected)
+            problems += compare_all(expected, run_modes(program, case.input, configs_))
             where = f" (--bf-opt {level})" if case.kind == "bf" else ""
             assert not problems, (f"configurations disagree with the oracle{where}:\n  "
                                   + "\n  ".join(problems))
@@ -222,10 +232,23 @@ def check(case: Case, configs_: list[Config] | None = None) -> None:
         raise
 
 
+def against_cpython(case: Case, expected: dict) -> list[str]:
+    """The oracle's output against what CPython printed (case.cpython)."""
+    if case.cpython is None or (expected["output"] == case.cpython
+                                and expected["status"] == "OK"):
+        return []
+    return [f"the oracle (status {expected['status']}) disagrees with CPython: output "
+            f"{expected['output']!r:.300} != {case.cpython!r:.300}"]
+
+
 def save_if_final(case: Case, expected: dict | None, error: BaseException) -> Path | None:
     """Write the case once hypothesis has shrunk it (its final replay)."""
     if not currently_in_test_context() or not getattr(current_build_context(), "is_final", True):
         return None
+    return save(case, expected, error)
+
+
+def save(case: Case, expected: dict | None, error: BaseException) -> Path:
     d = regression_dir()
     d.mkdir(parents=True, exist_ok=True)
     path = d / f"{case.kind}-{case.digest}.json"
@@ -259,6 +282,10 @@ def _minipy(src: str, k: int, threshold: int) -> None:
     check(Case("minipy", src), drawn_configs(k, threshold))
 
 
+def _cpython(src: str, k: int, threshold: int) -> None:
+    check(Case("minipy", src, cpython=cpython.prints(src)), drawn_configs(k, threshold))
+
+
 def _bytecode(program: dict, data: bytes, k: int, threshold: int) -> None:
     # a dict with instruction names, so hypothesis prints a readable program
     check(Case("bytecode", program, data), drawn_configs(k, threshold))
@@ -268,6 +295,8 @@ _DRAWN = {"k": st.sampled_from(KS), "threshold": st.sampled_from(THRESHOLDS)}
 PROPERTIES = {
     "bf": (_bf, {"src": strategies.bf_programs(), "data": st.binary(max_size=8), **_DRAWN}),
     "minipy": (_minipy, {"src": strategies.minipy_programs(), **_DRAWN}),
+    # the same programs, the oracle also held to what CPython prints
+    "cpython": (_cpython, {"src": strategies.minipy_programs(), **_DRAWN}),
     "bytecode": (_bytecode, {"program": strategies.bytecode_programs().map(slbc.to_dict),
                              "data": st.binary(max_size=8), **_DRAWN}),
 }

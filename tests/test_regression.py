@@ -1,7 +1,8 @@
 """Replays every saved case in tests/regression/ on every mode, K and threshold.
 
 Each file is a case the differential tests once failed on (or a hand-picked
-seed): its program, its input, and the oracle's result when it was saved.
+seed): its program, its input, the oracle's result when it was saved, and
+for a case found against CPython (tests/cpython.py) what CPython printed.
 The oracle must still give that result and every mode must agree with it.
 If the fix was to the oracle itself, re-record the expectation with
 SHIMLAB_REGRESSION_UPDATE=1.
@@ -35,6 +36,9 @@ def test_saved_case_still_agrees(path):
     case, expected = differential.load_regression(path)
     got = differential.result_to_json(
         reference.run(case.program(), case.input, max_steps=differential.ORACLE_STEPS))
+    # a case found against CPython holds the oracle to what CPython printed
+    problems = differential.against_cpython(case, got)
+    assert not problems, problems[0]
     if os.environ.get("SHIMLAB_REGRESSION_UPDATE") and got != expected:
         record = json.loads(path.read_text())
         record["expected"] = got
