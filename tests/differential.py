@@ -15,6 +15,7 @@ it); tests/test_regression.py replays every file there on every mode.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, reject, settings
+from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.control import current_build_context, currently_in_test_context
 from hypothesis.errors import HypothesisException
@@ -210,7 +212,7 @@ def compare_all(expected: dict, results: dict) -> list[str]:
 def check(case: Case, configs_: list[Config] | None = None) -> None:
     """Assert every configuration (default: configs()) agrees with the oracle
     on case, and the oracle with CPython where the case says what CPython prints."""
-    configs_ = configs() if configs_ is None else configs_
+    configs_ = _narrowed(configs() if configs_ is None else configs_)
     expected = None
     try:
         for level, program in enumerate(case.programs()):
@@ -221,8 +223,10 @@ def check(case: Case, configs_: list[Config] | None = None) -> None:
                     reject()          # too long for a quick test; not a failure
                 raise
             expected = result_to_json(ref)
-            problems = against_cpython(case, expected)
-            problems += compare_all(expected, run_modes(program, case.input, configs_))
+            results = run_modes(program, case.input, configs_)
+            problems = against_cpython(case, expected) + compare_all(expected, results)
+            if problems:
+                _failed(expected, results)
             where = f" (--bf-opt {level})" if case.kind == "bf" else ""
             assert not problems, (f"configurations disagree with the oracle{where}:\n  "
                                   + "\n  ".join(problems))
@@ -230,6 +234,32 @@ def check(case: Case, configs_: list[Config] | None = None) -> None:
         if not isinstance(e, HypothesisException):
             save_if_final(case, expected, e)
         raise
+
+
+# Shrinking a failure runs hundreds of candidates; inside a property_test run
+# each runs only in the kinds of configuration the first failure was seen in (a
+# few instead of hundreds, none when only the oracle disagreed with CPython),
+# and the final replay in all of them.  None: not in a property_test run.
+_shrinking: dict | None = None
+
+
+def _kind_of(cfg: Config) -> tuple:
+    # K and the threshold are drawn anew by each candidate: any K >= 1, any threshold > 1
+    return cfg.mode, cfg.cc, cfg.level, cfg.k > 0, cfg.threshold > 1
+
+
+def _failed(expected: dict, results: dict) -> None:
+    if _shrinking is not None and _shrinking["kinds"] is None:
+        _shrinking["kinds"] = {_kind_of(cfg) for cfg, got in results.items()
+                               if isinstance(got, Exception)
+                               or differences(expected, result_to_json(got))}
+
+
+def _narrowed(configs_: list[Config]) -> list[Config]:
+    if (_shrinking is None or _shrinking["kinds"] is None or not currently_in_test_context()
+            or getattr(current_build_context(), "is_final", False)):
+        return configs_
+    return [cfg for cfg in configs_ if _kind_of(cfg) in _shrinking["kinds"]]
 
 
 def against_cpython(case: Case, expected: dict) -> list[str]:
@@ -302,9 +332,23 @@ PROPERTIES = {
 }
 
 
-def property_test(kind: str, max_examples: int, **more):
+def property_test(kind: str, max_examples: int, seed: int | None = None, **more):
+    """The property for one kind of program as a test; seed: hypothesis's
+    random choices (None: its own)."""
     fn, strats = PROPERTIES[kind]
-    return settings(max_examples=max_examples, deadline=None,
+    test = settings(max_examples=max_examples, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                            HealthCheck.data_too_large],
                     **more)(given(**strats)(fn))
+    if seed is not None:
+        test = hypothesis_seed(seed)(test)
+
+    @functools.wraps(test)
+    def run():
+        global _shrinking
+        _shrinking = {"kinds": None}
+        try:
+            return test()
+        finally:
+            _shrinking = None
+    return run
