@@ -35,6 +35,7 @@ from shimlab.interp import loader
 from shimlab import isa, isolate, modes, reference, vm
 from shimlab.frontend import bf, compile_text, slbc
 from shimlab.jit import optimize
+from shimlab.jit.defaults import DEFAULT_THRESHOLD
 from shimlab.frontend.verify import verify
 
 ORACLE_STEPS = 300_000     # cases longer than this are skipped, not failed
@@ -209,9 +210,11 @@ def compare_all(expected: dict, results: dict) -> list[str]:
 
 # ---- the check and the regression files ----------------------------------------
 
-def check(case: Case, configs_: list[Config] | None = None) -> None:
+def check(case: Case, configs_: list[Config] | None = None, save_failure: bool = False) -> None:
     """Assert every configuration (default: configs()) agrees with the oracle
-    on case, and the oracle with CPython where the case says what CPython prints."""
+    on case, and the oracle with CPython where the case says what CPython prints.
+    A failure is saved once hypothesis has shrunk it, or at once with
+    save_failure outside hypothesis (a fixed sample's)."""
     configs_ = _narrowed(configs() if configs_ is None else configs_)
     expected = None
     try:
@@ -231,7 +234,9 @@ def check(case: Case, configs_: list[Config] | None = None) -> None:
             assert not problems, (f"configurations disagree with the oracle{where}:\n  "
                                   + "\n  ".join(problems))
     except Exception as e:
-        if not isinstance(e, HypothesisException):
+        if save_failure and not currently_in_test_context():
+            save(case, expected, e)
+        elif not isinstance(e, HypothesisException):
             save_if_final(case, expected, e)
         raise
 
@@ -302,23 +307,37 @@ def drawn_configs(k: int, threshold: int) -> list[Config]:
     return configs(ks=(k,), thresholds=(1, threshold))
 
 
+def full_configs(threshold: int) -> list[Config]:
+    """The whole matrix: every K in 1..5, thresholds 1, the JIT's default and the drawn one."""
+    return configs(ks=KS, thresholds=sorted({1, DEFAULT_THRESHOLD, threshold}))
+
+
+# what the properties run each example in: drawn_configs, or with FULL
+# (scripts/fuzz.py --full) full_configs
+FULL = False
+
+
+def example_configs(k: int, threshold: int) -> list[Config]:
+    return full_configs(threshold) if FULL else drawn_configs(k, threshold)
+
+
 def _bf(src: str, data: bytes, k: int, threshold: int) -> None:
     if src.strip():
         # start right of cell 0 so that not every program dies on its first '<'
-        check(Case("bf", ">>" + src, data), drawn_configs(k, threshold))
+        check(Case("bf", ">>" + src, data), example_configs(k, threshold))
 
 
 def _minipy(src: str, k: int, threshold: int) -> None:
-    check(Case("minipy", src), drawn_configs(k, threshold))
+    check(Case("minipy", src), example_configs(k, threshold))
 
 
 def _cpython(src: str, k: int, threshold: int) -> None:
-    check(Case("minipy", src, cpython=cpython.prints(src)), drawn_configs(k, threshold))
+    check(Case("minipy", src, cpython=cpython.prints(src)), example_configs(k, threshold))
 
 
 def _bytecode(program: dict, data: bytes, k: int, threshold: int) -> None:
     # a dict with instruction names, so hypothesis prints a readable program
-    check(Case("bytecode", program, data), drawn_configs(k, threshold))
+    check(Case("bytecode", program, data), example_configs(k, threshold))
 
 
 _DRAWN = {"k": st.sampled_from(KS), "threshold": st.sampled_from(THRESHOLDS)}

@@ -318,7 +318,7 @@ class Generator:
     def statement(self, scope: Scope, indent: int) -> tuple[list[str], int]:
         c = self.c
         pad = "    " * indent
-        kinds = ["assign", "assign", "aug", "aug", "tuple", "print", "if"]
+        kinds = ["assign", "assign", "aug", "aug", "tuple", "print", "if", "guarded"]
         if scope.depth < 3:
             kinds += ["while", "for", "if"]
         if scope.loops:
@@ -354,6 +354,8 @@ class Generator:
             return [f"{pad}if {t.text}:", f"{pad}    {word}"], 1 + t.cost
         if kind == "if":
             return self.if_(scope, pad, indent)
+        if kind == "guarded":
+            return self.guarded(scope, pad)
         if kind == "while" and scope.counters:
             return self.while_(scope, pad, indent)
         if kind == "for" and scope.counters:
@@ -386,6 +388,24 @@ class Generator:
         if c.flag(20):
             return [f"{pad}[{', '.join(targets)}] = [{', '.join(v.text for v in values)}]"], cost
         return [f"{pad}{', '.join(targets)} = {', '.join(v.text for v in values)}"], cost
+
+    def guarded(self, scope: Scope, pad: str) -> tuple[list[str], int]:
+        """A local as the divisor or shift count, under the test that makes it safe."""
+        c = self.c
+        y = c.pick(scope.readable)
+        op = c.pick(["//", "%", "<<", ">>"])
+        a = self.name(scope) if c.flag(60) else self.const()
+        if op in ("//", "%"):
+            test = c.pick([f"{y} != 0", y, f"not {y} == 0", f"0 != {y}"])
+        elif op == "<<":
+            test = c.pick([f"0 <= {y} < 16", f"{y} >= 0 and {y} <= 12"])
+        else:
+            test = c.pick([f"{y} >= 0", f"0 <= {y}", f"not {y} < 0"])
+        e = self.fold(E(f"({a.text} {op} {y})", a.bits + 16 if op == "<<" else a.bits))
+        lines = [f"{pad}if {test}:", f"{pad}    {c.pick(scope.assignable)} = {e.text}"]
+        if c.flag(30):
+            lines += [f"{pad}else:", f"{pad}    {c.pick(scope.assignable)} = {self.const().text}"]
+        return lines, 2
 
     def if_(self, scope: Scope, pad: str, indent: int) -> tuple[list[str], int]:
         c = self.c
