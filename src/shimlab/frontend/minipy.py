@@ -159,19 +159,19 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.
            ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
-def _names_in(stmts: list[ast.stmt]) -> list[ast.Name]:
-    """Every Name node in these statements (not inside nested scopes), in source order."""
+def _nodes_in(stmts: list[ast.stmt], kind: type) -> list:
+    """Every node of this kind in these statements (not inside nested scopes),
+    in source order."""
     # by hand rather than ast.iter_child_nodes: this walks every node of a
     # big module, and the generators cost three times the walk itself
-    out: list[ast.Name] = []
+    out: list = []
     stack: list = list(stmts)
     AST, Name = ast.AST, ast.Name
     while stack:
         n = stack.pop()
-        if isinstance(n, Name):
+        if isinstance(n, kind):
             out.append(n)
-            continue
-        if isinstance(n, _SCOPES):
+        if isinstance(n, Name) or isinstance(n, _SCOPES):
             continue
         for name in n._fields:
             v = getattr(n, name, None)
@@ -181,27 +181,15 @@ def _names_in(stmts: list[ast.stmt]) -> list[ast.Name]:
                 stack.extend(x for x in v if isinstance(x, AST))
     out.sort(key=lambda n: (n.lineno, n.col_offset))
     return out
+
+
+def _names_in(stmts: list[ast.stmt]) -> list[ast.Name]:
+    return _nodes_in(stmts, ast.Name)
 
 
 def _calls_in(stmts: list[ast.stmt]) -> list[ast.Call]:
-    """The calls of a name in these statements (not inside nested scopes)."""
-    out: list[ast.Call] = []
-    stack: list = list(stmts)
-    AST, Call, Name = ast.AST, ast.Call, ast.Name
-    while stack:
-        n = stack.pop()
-        if isinstance(n, _SCOPES):
-            continue
-        if isinstance(n, Call) and isinstance(n.func, Name):
-            out.append(n)
-        for name in n._fields:
-            v = getattr(n, name, None)
-            if isinstance(v, AST):
-                stack.append(v)
-            elif isinstance(v, list):
-                stack.extend(x for x in v if isinstance(x, AST))
-    out.sort(key=lambda n: (n.lineno, n.col_offset))
-    return out
+    """The calls of a function by its name."""
+    return [c for c in _nodes_in(stmts, ast.Call) if isinstance(c.func, ast.Name)]
 
 
 def _latest_reached(turn: dict[str, int], callees: dict[str, tuple[str, ...]]
