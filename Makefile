@@ -60,11 +60,13 @@ test-sanitize: setup
 	done
 
 # Differential fuzzing for as long as asked; a failure is shrunk and saved in
-# tests/regression/.  FUZZ_SANITIZE=clang-19 fuzzes that compiler's sanitizer builds.
+# tests/regression/.  FUZZ_SANITIZE=clang-19 fuzzes that compiler's sanitizer builds;
+# FUZZ_ARGS passes more options (e.g. "--kind cpython --full": scripts/fuzz.py --help).
 FUZZ_SECONDS  ?= 300
 FUZZ_SANITIZE ?=
+FUZZ_ARGS     ?=
 fuzz: setup
-	$(if $(FUZZ_SANITIZE),$(PY) -m shimlab.sanitize --cc $(FUZZ_SANITIZE) --) $(PY) scripts/fuzz.py --seconds $(FUZZ_SECONDS)
+	$(if $(FUZZ_SANITIZE),$(PY) -m shimlab.sanitize --cc $(FUZZ_SANITIZE) --) $(PY) scripts/fuzz.py --seconds $(FUZZ_SECONDS) $(FUZZ_ARGS)
 
 # Removes build products, the venv and caches (the next `make setup` rebuilds the venv).
 clean:

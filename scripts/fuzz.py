@@ -2,8 +2,11 @@
 as asked: `make fuzz FUZZ_SECONDS=600` (or `python scripts/fuzz.py --seconds 600`).
 
 Rounds of up to a few hundred examples per kind of program (BF, minipy, raw
-bytecode), each round a fresh hypothesis run with new random choices and
-sized to the time left, until the time is up.  A failure stops the run; the shrunk case is already saved in
+bytecode, and `cpython`: the minipy programs with the oracle also held to
+what CPython prints), each round a fresh hypothesis run with new random
+choices and sized to the time left, until the time is up.  Each example runs
+in every mode at every --jit-opt, K = 0 and a drawn K, threshold 1 and a
+drawn one; --full runs every K in 1..5 and the default threshold too.  A failure stops the run; the shrunk case is already saved in
 tests/regression/ (by tests/differential.py) for `make test` to replay.
 """
 from __future__ import annotations
@@ -26,14 +29,20 @@ def main(argv=None) -> int:
                     help="kinds of program (default: all)")
     ap.add_argument("--round", type=int, default=200, metavar="N",
                     help="examples per kind per round (default 200)")
+    ap.add_argument("--full", action="store_true",
+                    help="every example in every K and thresholds 1, 64 and a drawn one "
+                         "(about four times the configurations)")
     args = ap.parse_args(argv)
     kinds = args.kind or sorted(differential.PROPERTIES)
+    differential.FULL = args.full
+    per = differential.example_configs(1, 2)
+    matrix = ("every K, thresholds 1, 64 and a drawn one" if args.full
+              else "K = 0 and a drawn K, threshold 1 and a drawn one")
     from conftest import interpreter_configs
     configs = interpreter_configs()
     print(f"fuzz: {', '.join(kinds)} on {len(configs)} interpreters "
           f"({', '.join(f'{m}/{c}' for m, c in configs)}) and the JIT modes, "
-          f"{len(differential.drawn_configs(1, 2))} configurations per example "
-          f"(every --jit-opt, K = 0 and a drawn K, threshold 1 and a drawn one) "
+          f"{len(per)} configurations per example (every --jit-opt, {matrix}) "
           f"for {args.seconds:g} s", flush=True)
     start = time.monotonic()
     examples, rounds = {k: 0 for k in kinds}, 0

@@ -15,6 +15,7 @@ it); tests/test_regression.py replays every file there on every mode.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -22,16 +23,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, reject, settings
+from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.control import current_build_context, currently_in_test_context
 from hypothesis.errors import HypothesisException
 
+import cpython
 import strategies
 from conftest import ROOT, execution_configs, get_build
 from shimlab.interp import loader
 from shimlab import isa, isolate, modes, reference, vm
 from shimlab.frontend import bf, compile_text, slbc
 from shimlab.jit import optimize
+from shimlab.jit.defaults import DEFAULT_THRESHOLD
 from shimlab.frontend.verify import verify
 
 ORACLE_STEPS = 300_000     # cases longer than this are skipped, not failed
@@ -47,6 +51,9 @@ class Case:
     kind: str                  # "bf", "minipy" or "bytecode"
     source: str | dict         # source text, or the .slbc dict for bytecode
     input: bytes = b""
+    # minipy: what CPython prints for it (booleans as 1 and 0), which the
+    # oracle's output must equal (tests/against_cpython.py); None: not compared
+    cpython: str | None = None
 
     def program(self, bf_opt: int = 0):
         if self.kind == "bytecode":
@@ -61,11 +68,15 @@ class Case:
 
     def to_json(self) -> dict:
         # latin-1 keeps every byte and leaves text readable in the file
-        return {"kind": self.kind, "source": self.source, "input": self.input.decode("latin-1")}
+        out = {"kind": self.kind, "source": self.source, "input": self.input.decode("latin-1")}
+        if self.cpython is not None:     # (cases without it keep their digest)
+            out["cpython"] = self.cpython
+        return out
 
     @classmethod
     def from_json(cls, d: dict) -> "Case":
-        return cls(d["kind"], d["source"], d.get("input", "").encode("latin-1"))
+        return cls(d["kind"], d["source"], d.get("input", "").encode("latin-1"),
+                   d.get("cpython"))
 
     @property
     def digest(self) -> str:
@@ -199,9 +210,12 @@ def compare_all(expected: dict, results: dict) -> list[str]:
 
 # ---- the check and the regression files ----------------------------------------
 
-def check(case: Case, configs_: list[Config] | None = None) -> None:
-    """Assert every configuration (default: configs()) agrees with the oracle on case."""
-    configs_ = configs() if configs_ is None else configs_
+def check(case: Case, configs_: list[Config] | None = None, save_failure: bool = False) -> None:
+    """Assert every configuration (default: configs()) agrees with the oracle
+    on case, and the oracle with CPython where the case says what CPython prints.
+    A failure is saved once hypothesis has shrunk it, or at once with
+    save_failure outside hypothesis (a fixed sample's)."""
+    configs_ = _narrowed(configs() if configs_ is None else configs_)
     expected = None
     try:
         for level, program in enumerate(case.programs()):
@@ -212,20 +226,64 @@ def check(case: Case, configs_: list[Config] | None = None) -> None:
                     reject()          # too long for a quick test; not a failure
                 raise
             expected = result_to_json(ref)
-            problems = compare_all(expected, run_modes(program, case.input, configs_))
+            results = run_modes(program, case.input, configs_)
+            problems = against_cpython(case, expected) + compare_all(expected, results)
+            if problems:
+                _failed(expected, results)
             where = f" (--bf-opt {level})" if case.kind == "bf" else ""
             assert not problems, (f"configurations disagree with the oracle{where}:\n  "
                                   + "\n  ".join(problems))
     except Exception as e:
-        if not isinstance(e, HypothesisException):
+        if save_failure and not currently_in_test_context():
+            save(case, expected, e)
+        elif not isinstance(e, HypothesisException):
             save_if_final(case, expected, e)
         raise
+
+
+# Shrinking a failure runs hundreds of candidates; inside a property_test run
+# each runs only in the kinds of configuration the first failure was seen in (a
+# few instead of hundreds, none when only the oracle disagreed with CPython),
+# and the final replay in all of them.  None: not in a property_test run.
+_shrinking: dict | None = None
+
+
+def _kind_of(cfg: Config) -> tuple:
+    # K and the threshold are drawn anew by each candidate: any K >= 1, any threshold > 1
+    return cfg.mode, cfg.cc, cfg.level, cfg.k > 0, cfg.threshold > 1
+
+
+def _failed(expected: dict, results: dict) -> None:
+    if _shrinking is not None and _shrinking["kinds"] is None:
+        _shrinking["kinds"] = {_kind_of(cfg) for cfg, got in results.items()
+                               if isinstance(got, Exception)
+                               or differences(expected, result_to_json(got))}
+
+
+def _narrowed(configs_: list[Config]) -> list[Config]:
+    if (_shrinking is None or _shrinking["kinds"] is None or not currently_in_test_context()
+            or getattr(current_build_context(), "is_final", False)):
+        return configs_
+    return [cfg for cfg in configs_ if _kind_of(cfg) in _shrinking["kinds"]]
+
+
+def against_cpython(case: Case, expected: dict) -> list[str]:
+    """The oracle's output against what CPython printed (case.cpython)."""
+    if case.cpython is None or (expected["output"] == case.cpython
+                                and expected["status"] == "OK"):
+        return []
+    return [f"the oracle (status {expected['status']}) disagrees with CPython: output "
+            f"{expected['output']!r:.300} != {case.cpython!r:.300}"]
 
 
 def save_if_final(case: Case, expected: dict | None, error: BaseException) -> Path | None:
     """Write the case once hypothesis has shrunk it (its final replay)."""
     if not currently_in_test_context() or not getattr(current_build_context(), "is_final", True):
         return None
+    return save(case, expected, error)
+
+
+def save(case: Case, expected: dict | None, error: BaseException) -> Path:
     d = regression_dir()
     d.mkdir(parents=True, exist_ok=True)
     path = d / f"{case.kind}-{case.digest}.json"
@@ -249,33 +307,67 @@ def drawn_configs(k: int, threshold: int) -> list[Config]:
     return configs(ks=(k,), thresholds=(1, threshold))
 
 
+def full_configs(threshold: int) -> list[Config]:
+    """The whole matrix: every K in 1..5, thresholds 1, the JIT's default and the drawn one."""
+    return configs(ks=KS, thresholds=sorted({1, DEFAULT_THRESHOLD, threshold}))
+
+
+# what the properties run each example in: drawn_configs, or with FULL
+# (scripts/fuzz.py --full) full_configs
+FULL = False
+
+
+def example_configs(k: int, threshold: int) -> list[Config]:
+    return full_configs(threshold) if FULL else drawn_configs(k, threshold)
+
+
 def _bf(src: str, data: bytes, k: int, threshold: int) -> None:
     if src.strip():
         # start right of cell 0 so that not every program dies on its first '<'
-        check(Case("bf", ">>" + src, data), drawn_configs(k, threshold))
+        check(Case("bf", ">>" + src, data), example_configs(k, threshold))
 
 
 def _minipy(src: str, k: int, threshold: int) -> None:
-    check(Case("minipy", src), drawn_configs(k, threshold))
+    check(Case("minipy", src), example_configs(k, threshold))
+
+
+def _cpython(src: str, k: int, threshold: int) -> None:
+    check(Case("minipy", src, cpython=cpython.prints(src)), example_configs(k, threshold))
 
 
 def _bytecode(program: dict, data: bytes, k: int, threshold: int) -> None:
     # a dict with instruction names, so hypothesis prints a readable program
-    check(Case("bytecode", program, data), drawn_configs(k, threshold))
+    check(Case("bytecode", program, data), example_configs(k, threshold))
 
 
 _DRAWN = {"k": st.sampled_from(KS), "threshold": st.sampled_from(THRESHOLDS)}
 PROPERTIES = {
     "bf": (_bf, {"src": strategies.bf_programs(), "data": st.binary(max_size=8), **_DRAWN}),
     "minipy": (_minipy, {"src": strategies.minipy_programs(), **_DRAWN}),
+    # the same programs, the oracle also held to what CPython prints
+    "cpython": (_cpython, {"src": strategies.minipy_programs(), **_DRAWN}),
     "bytecode": (_bytecode, {"program": strategies.bytecode_programs().map(slbc.to_dict),
                              "data": st.binary(max_size=8), **_DRAWN}),
 }
 
 
-def property_test(kind: str, max_examples: int, **more):
+def property_test(kind: str, max_examples: int, seed: int | None = None, **more):
+    """The property for one kind of program as a test; seed: hypothesis's
+    random choices (None: its own)."""
     fn, strats = PROPERTIES[kind]
-    return settings(max_examples=max_examples, deadline=None,
+    test = settings(max_examples=max_examples, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                            HealthCheck.data_too_large],
                     **more)(given(**strats)(fn))
+    if seed is not None:
+        test = hypothesis_seed(seed)(test)
+
+    @functools.wraps(test)
+    def run():
+        global _shrinking
+        _shrinking = {"kinds": None}
+        try:
+            return test()
+        finally:
+            _shrinking = None
+    return run

@@ -1,6 +1,7 @@
 """Hypothesis strategies for the differential tests and scripts/fuzz.py.
 
-Three kinds of program: BF source, minipy source, and raw bytecode built
+Three kinds of program: BF source, minipy source (tests/minipy_gen.py: the
+programs CPython runs the same way), and raw bytecode built
 with the Assembler that passes the verifier and ends by construction (loops
 count down a local no other statement writes, BF loops add an odd step to
 their cell, calls only go to later functions, the one recursive function is
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+import minipy_gen
 from shimlab import isa
 from shimlab.bytecode import Assembler, Function, Program
 
@@ -33,60 +35,9 @@ def bf_programs(draw, depth=0):
 
 # ---- minipy ------------------------------------------------------------------
 
-_OPS = ["+", "-", "*", "//", "%", "<<", ">>", "&", "|", "^", "<", "<=", "==", "!=", ">", ">=",
-        "and", "or"]
-
-
-@st.composite
-def expressions(draw, names, depth=0):
-    if depth >= 3 or draw(st.booleans()):
-        if draw(st.booleans()):
-            return str(draw(st.integers(-(1 << 40), 1 << 40)))
-        return draw(st.sampled_from(names))
-    kind = draw(st.integers(0, 9))
-    if kind == 0:
-        return f"(-{draw(expressions(names, depth + 1))})"
-    if kind == 1:
-        return f"(not {draw(expressions(names, depth + 1))})"
-    if kind == 2:
-        return (f"({draw(expressions(names, depth + 1))} if "
-                f"{draw(expressions(names, depth + 1))} else "
-                f"{draw(expressions(names, depth + 1))})")
-    a = draw(expressions(names, depth + 1))
-    b = draw(expressions(names, depth + 1))
-    op = draw(st.sampled_from(_OPS))
-    if op in ("<<", ">>"):
-        b = f"({b} & 63)"
-    return f"({a} {op} {b})"
-
-
-@st.composite
-def minipy_programs(draw):
-    names = ["a", "b", "c"]
-    lines = ["def g(x, y):", f"    return {draw(expressions(['x', 'y']))}",
-             "a = 1", "b = 2", "c = 3"]
-    for _ in range(draw(st.integers(1, 6))):
-        kind = draw(st.integers(0, 5))
-        target = draw(st.sampled_from(names))
-        if kind == 5:     # tuple assignment: every value before any store
-            targets = draw(st.lists(st.sampled_from(names), min_size=2, max_size=3))
-            lines.append(f"{', '.join(targets)} = "
-                         f"{', '.join(draw(expressions(names)) for _ in targets)}")
-        elif kind == 0:
-            lines.append(f"{target} = {draw(expressions(names))}")
-        elif kind == 1:
-            lines.append(f"{target} = g({draw(expressions(names))}, {draw(expressions(names))})")
-        elif kind == 2:
-            lines += [f"if {draw(expressions(names))}:", f"    {target} += 1", "else:",
-                      f"    {target} = {draw(expressions(names))}"]
-        elif kind == 3:
-            lines += [f"for i in range({draw(st.integers(0, 20))}):",
-                      f"    {target} = ({target} * 3 + i) ^ {draw(expressions(names))}"]
-        else:
-            lines += ["k = 0", f"while k < {draw(st.integers(0, 15))}:", "    k += 1",
-                      f"    {target} = {target} + k * {draw(expressions(names))}"]
-        lines.append(f"print({', '.join(names)})")
-    return "\n".join(lines) + "\n"
+def minipy_programs():
+    """minipy source that CPython runs the same way (tests/minipy_gen.py)."""
+    return minipy_gen.programs()
 
 
 # ---- raw bytecode --------------------------------------------------------------

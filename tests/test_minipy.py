@@ -158,6 +158,10 @@ PROGRAMS = {
     "tuple_assignment_repeats_a_name": "a, a = 1, 2\nb, c, b = 3, 4, 5\nprint(a, b, c)\n",
     "tuple_assignment_chained": "a, b = c, d = 1, 2\ne = f = 3\nprint(a, b, c, d, e, f)\n"
                                 "a, b = b, a = a + 10, b + 20\nprint(a, b)\n",
+    "calls_of_defs_that_ran_before": "def f(n):\n    return g(n) + 1 if n else 0\n\n"
+                                     "def g(n):\n    return f(n - 1)\n\n"
+                                     "print(f(3))\n\ndef h():\n    return f(2)\n\n"
+                                     "print(h())\n",
     "tuple_values_all_before_stores": "def f(x):\n    print(x)\n    return x * 2\n\n"
                                       "a, b = f(1), f(2)\na, b = f(b), f(a)\nprint(a, b)\n",
 }
@@ -354,6 +358,14 @@ PROBLEMS = [
     ("x = 1\nx(2)\n", "2:1: 'x' is a variable, not a function"),
     ("a, b = 1, 2, 3\n", "1:1: too many values to unpack (expected 2, got 3)"),
     ("a, (b, c) = 1, (2,)\n", "1:4: not enough values to unpack (expected 2, got 1)"),
+    # Python runs a module's statements in order: a def not run yet is a NameError
+    ("print(f(1))\n\ndef f(x):\n    return x\n",
+     "1:7: function 'f' is called before its def on line 3 has run"),
+    ("def g():\n    return h()\n\nx = 1 + g()\n\ndef h():\n    return 1\n",
+     "4:9: function 'h' (called through 'g') is called before its def on line 6 has run"),
+    ("def a(n):\n    return b(n - 1) if n else c()\n\ndef b(n):\n    return a(n)\n\n"
+     "if __name__ == '__main__':\n    print(b(2))\n    def c():\n        return 0\n",
+     "8:11: function 'c' (called through 'b') is called before its def on line 9"),
 ]
 
 
@@ -603,6 +615,8 @@ TRICKY = [
     'def f():\n    return 0\n\n@f\ndef g():\n    return 1\n' + 'x = 1\n' * 30 + 'x = (\n',
     'x = 1\n' * 30 + 'print = 3\n',
     'x = 1\n' * 30 + 'a, b = 1, 2, 3\n',
+    'def g():\n    return h()\n\n' + 'x = 1\n' * 30 + 'print(g())\n' + 'x = 1\n' * 30
+    + 'def h():\n    return 1\n',
 ]
 
 

@@ -1,7 +1,8 @@
 """Replays every saved case in tests/regression/ on every mode, K and threshold.
 
 Each file is a case the differential tests once failed on (or a hand-picked
-seed): its program, its input, and the oracle's result when it was saved.
+seed): its program, its input, the oracle's result when it was saved, and
+for a case found against CPython (tests/cpython.py) what CPython printed.
 The oracle must still give that result and every mode must agree with it.
 If the fix was to the oracle itself, re-record the expectation with
 SHIMLAB_REGRESSION_UPDATE=1.
@@ -35,6 +36,9 @@ def test_saved_case_still_agrees(path):
     case, expected = differential.load_regression(path)
     got = differential.result_to_json(
         reference.run(case.program(), case.input, max_steps=differential.ORACLE_STEPS))
+    # a case found against CPython holds the oracle to what CPython printed
+    problems = differential.against_cpython(case, got)
+    assert not problems, problems[0]
     if os.environ.get("SHIMLAB_REGRESSION_UPDATE") and got != expected:
         record = json.loads(path.read_text())
         record["expected"] = got
@@ -73,3 +77,35 @@ def test_a_failing_example_is_shrunk_and_saved(tmp_path, monkeypatch):
     assert expected["output"] == "\0" and expected["status"] == "OK"
     with pytest.raises(AssertionError):
         differential.check(case)       # the replay fails while the bug is there
+
+
+@pytest.mark.slow     # 20 s: a real minipy failure shrunk
+def test_shrinking_runs_only_the_kinds_of_configuration_that_failed(tmp_path, monkeypatch):
+    """A property_test failure is shrunk on the configurations like the ones
+    that failed (a handful, not hundreds), and its final replay runs them all."""
+    monkeypatch.setenv("SHIMLAB_REGRESSION_DIR", str(tmp_path))
+    real, real_run_modes = differential.run_config, differential.run_modes
+    sizes = []
+
+    def broken(cfg, program, data):
+        r = real(cfg, program, data)
+        if cfg.mode == "switch" and r.output:
+            r.output = r.output[:-1]
+        return r
+
+    def counted(program, data, configs_):
+        sizes.append(len(configs_))
+        return real_run_modes(program, data, configs_)
+    monkeypatch.setattr(differential, "run_config", broken)
+    monkeypatch.setattr(differential, "run_modes", counted)
+    test = differential.property_test("minipy", max_examples=5, seed=1, database=None)
+    with pytest.raises(AssertionError, match="switch/.*output"):
+        test()
+    switches = sum(1 for cfg in differential.drawn_configs(1, 2) if cfg.mode == "switch")
+    full = len(differential.drawn_configs(1, 2))
+    assert sizes[0] == full and sizes[-1] == full            # the first run and the final replay
+    assert len(sizes) > 3 and all(n == switches for n in sizes[1:-1]), sizes
+    assert differential._shrinking is None                    # left for the next run
+    saved, = tmp_path.glob("minipy-*.json")
+    case, _ = differential.load_regression(saved)
+    assert len(case.source) < 400, case.source               # shrunk

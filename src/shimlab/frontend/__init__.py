@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..bytecode import Program
 from ..errors import FrontendError
-from . import bf
+from . import bf, encoding
 from .verify import verify
 
 LANGUAGES = {".b": "bf", ".bf": "bf", ".py": "minipy", ".slbc": "bytecode"}
@@ -41,13 +41,7 @@ def load_program(path: str | Path, bf_opt: int = 0) -> Program:
         raise FrontendError(f"{path}: cannot read: {e.strerror}") from None
     if not data:
         raise FrontendError(f"{path}: empty file")
-    nul = data.find(0)
-    if nul >= 0:
-        raise FrontendError(f"{path}: binary data, not a program (NUL byte at offset {nul})")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise FrontendError(f"{path}: binary data, not a program (invalid UTF-8 at offset "
-                            f"{e.start})") from None
+    # minipy reads a PEP 263 encoding declaration as CPython does; the rest are UTF-8
+    text = encoding.decode(data, str(path), pep263=language == "minipy")
     del data        # a big source is held once, as text, while it compiles
     return compile_text(text, str(path), language, bf_opt)

@@ -25,7 +25,10 @@ Supported:
     (functions only), expression statements, and `print(e, ...)` with int
     arguments (separated by spaces, ended by a newline).
   * calls to functions defined anywhere in the same file (recursion allowed;
-    the number of arguments is checked at compile time).
+    the number of arguments is checked at compile time), except that a
+    module-level statement may not call, directly or through other
+    functions, a function whose def comes after it: Python has not run that
+    def yet and raises NameError, so minipy refuses it at compile time.
 
 Scoping: every function (and the module code) has its own locals: its
 parameters and the names it assigns.  Functions do not see module-level
@@ -156,19 +159,19 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.
            ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
-def _names_in(stmts: list[ast.stmt]) -> list[ast.Name]:
-    """Every Name node in these statements (not inside nested scopes), in source order."""
+def _nodes_in(stmts: list[ast.stmt], kind: type) -> list:
+    """Every node of this kind in these statements (not inside nested scopes),
+    in source order."""
     # by hand rather than ast.iter_child_nodes: this walks every node of a
     # big module, and the generators cost three times the walk itself
-    out: list[ast.Name] = []
+    out: list = []
     stack: list = list(stmts)
     AST, Name = ast.AST, ast.Name
     while stack:
         n = stack.pop()
-        if isinstance(n, Name):
+        if isinstance(n, kind):
             out.append(n)
-            continue
-        if isinstance(n, _SCOPES):
+        if isinstance(n, Name) or isinstance(n, _SCOPES):
             continue
         for name in n._fields:
             v = getattr(n, name, None)
@@ -178,6 +181,66 @@ def _names_in(stmts: list[ast.stmt]) -> list[ast.Name]:
                 stack.extend(x for x in v if isinstance(x, AST))
     out.sort(key=lambda n: (n.lineno, n.col_offset))
     return out
+
+
+def _names_in(stmts: list[ast.stmt]) -> list[ast.Name]:
+    return _nodes_in(stmts, ast.Name)
+
+
+def _calls_in(stmts: list[ast.stmt]) -> list[ast.Call]:
+    """The calls of a function by its name."""
+    return [c for c in _nodes_in(stmts, ast.Call) if isinstance(c.func, ast.Name)]
+
+
+def _latest_reached(turn: dict[str, int], callees: dict[str, tuple[str, ...]]
+                    ) -> dict[str, tuple[int, str]]:
+    """For each function, the latest def turn among the functions a call of
+    it can reach (itself included) and whose def that is: Tarjan's strongly
+    connected components, iteratively (recursion reaches itself), so each
+    function and call is looked at once."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    latest: dict[str, tuple[int, str]] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    for root in turn:
+        if root in index:
+            continue
+        work = [(root, iter(c for c in callees[root] if c in turn))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            f, it = work[-1]
+            g = next(it, None)
+            if g is not None:
+                if g not in index:
+                    index[g] = low[g] = len(index)
+                    stack.append(g)
+                    on_stack.add(g)
+                    work.append((g, iter(c for c in callees[g] if c in turn)))
+                elif g in on_stack:
+                    low[f] = min(low[f], index[g])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[f])
+            if low[f] == index[f]:          # f roots a component: every member reaches the same
+                members = []
+                while True:
+                    m = stack.pop()
+                    on_stack.discard(m)
+                    members.append(m)
+                    if m == f:
+                        break
+                best = max((turn[m], m) for m in members)
+                for m in members:
+                    for c in callees[m]:
+                        if c in latest and c not in members:
+                            best = max(best, latest[c])
+                for m in members:
+                    latest[m] = best
+    return latest
 
 
 def _may_fail_or_act(node: ast.AST) -> bool:
@@ -244,6 +307,12 @@ class _ModuleCompiler:
         self.main_body: list[ast.stmt] = []
         # added to the lines of the nodes being compiled (a piece of a big module)
         self.line_offset = 0
+        # what Python runs in order: each def and main statement gets the index
+        # of its turn; the names each def calls; the calls main statements make
+        self.turn = 0
+        self.def_turn: dict[str, int] = {}
+        self.callees: dict[str, tuple[str, ...]] = {}
+        self.main_calls: list[tuple[int, tuple[tuple[str, int, int], ...]]] = []
 
     def error(self, node: Optional[ast.AST], msg: str) -> FrontendError:
         line = (getattr(node, "lineno", 1) or 1) + self.line_offset
@@ -253,18 +322,46 @@ class _ModuleCompiler:
     # -- module structure ----------------------------------------------------
 
     def collect(self, stmts: list[ast.stmt], main: list | None = None,
-                defs: bool = True) -> None:
+                defs: bool = True, offset: int = 0) -> None:
         """defs to the function table (unless defs=False), the other
-        statements to `main` (self.main_body by default)."""
+        statements to `main` (self.main_body by default); offset: the
+        statements' line offset (a piece of a big module)."""
         main = self.main_body if main is None else main
         for s in stmts:
             if isinstance(s, ast.FunctionDef):
                 if defs:
                     self.add_def(s)
+                    self.turn += 1
             elif _is_main_guard(s):
-                self.collect(s.body, main, defs)   # always true: the else branch never runs
+                # always true: the else branch never runs
+                self.collect(s.body, main, defs, offset)
             else:
                 main.append(s)
+                if defs:
+                    calls = tuple((c.func.id, c.lineno + offset, c.col_offset + 1)
+                                  for c in _calls_in([s]))
+                    if calls:
+                        self.main_calls.append((self.turn, calls))
+                    self.turn += 1
+
+    def check_call_order(self) -> None:
+        """A main statement must not call, directly or through other
+        functions, a function whose def runs after it: Python raises
+        NameError there (minipy, which knows every def at compile time, would
+        run it)."""
+        if not self.main_calls:
+            return
+        latest = _latest_reached(self.def_turn, self.callees)
+        for turn, calls in self.main_calls:
+            for name, line, col in calls:
+                if name not in latest or latest[name][0] <= turn:
+                    continue
+                late = latest[name][1]
+                how = "" if late == name else f" (called through '{name}')"
+                raise FrontendError(
+                    f"{self.filename}:{line}:{col}: function '{late}'{how} is called before "
+                    f"its def on line {self.functions[late].node.lineno} has run (Python "
+                    f"raises NameError: move the def above this statement)")
 
     def add_def(self, node: ast.FunctionDef) -> None:
         if node.decorator_list:
@@ -290,9 +387,12 @@ class _ModuleCompiler:
         params = a.posonlyargs + a.args
         self.functions[node.name] = _FuncInfo(len(self.defs) + 1, node, node.name, len(params))
         self.defs.append(node)
+        self.def_turn[node.name] = self.turn
+        self.callees[node.name] = tuple({c.func.id for c in _calls_in(node.body)})
 
     def compile(self, tree: ast.Module) -> Program:
         self.collect(tree.body)
+        self.check_call_order()
         functions: list[Function] = []
         main = _FunctionCompiler(self, "<module>", [], self.main_body, None)
         functions.append(main.compile())
@@ -324,7 +424,7 @@ class _ModuleCompiler:
             for d in defs:                       # kept: their lines made absolute
                 ast.increment_lineno(d, offset)
             main: list[ast.stmt] = []
-            self.collect(stmts, main)
+            self.collect(stmts, main, offset=offset)
             for d in defs:
                 # the function table needs a def's name, line and parameters;
                 # its body is compiled in pass 3, parsed anew (kept, the
@@ -334,6 +434,7 @@ class _ModuleCompiler:
                 first.setdefault(n.id, (n.lineno + offset, n.col_offset))
                 if isinstance(n.ctx, ast.Store):
                     assigned.add(n.id)
+        self.check_call_order()
         names = [ast.Name(id=name, ctx=ast.Store() if name in assigned else ast.Load(),
                           lineno=line, col_offset=col) for name, (line, col) in first.items()]
         del first
