@@ -25,6 +25,9 @@ from . import results as results_mod
 from .results import ResultFile, RunSamples
 
 
+CPYTHON = "cpython"     # not a shimlab mode: the venv's Python running a minipy program
+
+
 @dataclass(frozen=True)
 class Config:
     suite: str
@@ -40,6 +43,12 @@ class Config:
     cache: int = 0                # operand-stack values in registers (--cache K)
     jit_opt: int = 0              # JIT modes: the trace optimizer's level (--jit-opt)
     bf_opt: int = 0               # BF workloads: the front end's level (--bf-opt)
+    # whole process: each sample is one `shimlab run` (or, mode "cpython",
+    # one `python FILE`) timed from the outside, start-up and compiles included
+    whole: bool = False
+    # another checkout's root (its .venv's Python runs its shimlab): the same
+    # configuration before a change, measured in the same rounds
+    checkout: str = ""
 
     @property
     def workload_name(self) -> str:
@@ -54,15 +63,22 @@ class Config:
             key += f"/o{self.jit_opt}"
         if self.bf_opt:
             key += f"/bf{self.bf_opt}"
+        if self.whole:
+            key += "/whole"
+        if self.checkout:
+            key += "/before"
         return f"{key}/{self.tag}" if self.tag else key
 
     def job(self, warmup: int, samples: int, cpu: int | None) -> dict:
         return {"mode": self.mode, "cc": self.cc, "flags": list(self.flags),
                 "program": self.workload, "input": self.input, "warmup": warmup,
                 "samples": samples, "cpu": cpu, "profile": self.profile, "cache": self.cache,
-                "jit_opt": self.jit_opt, "bf_opt": self.bf_opt}
+                "jit_opt": self.jit_opt, "bf_opt": self.bf_opt, "whole": self.whole,
+                "checkout": self.checkout}
 
     def build(self, code_layout: int = 0):
+        if self.mode == CPYTHON:
+            return None
         return build_mod.build(self.mode, self.cc, self.flags, profile=self.profile,
                                code_layout=code_layout, cache=self.cache)
 
@@ -71,7 +87,7 @@ class Config:
         d["flags"] = " ".join(self.flags)
         d["workload"] = self.workload_name
         d.pop("input")
-        for name in ("profile", "tag", "cache", "jit_opt", "bf_opt"):   # only when set: older files stay resumable
+        for name in ("profile", "tag", "cache", "jit_opt", "bf_opt", "whole", "checkout"):   # only when set: older files stay resumable
             if not d[name]:
                 d.pop(name)
         return d
@@ -152,8 +168,10 @@ def default_cpu() -> int:
 def run_worker(job: dict, timeout: float) -> dict:
     """One fresh worker process; a crash or an error becomes RunError."""
     what = f"the {job['mode']} interpreter ({job['cc']}) running {Path(job['program']).name}"
+    # a whole-process job starts the other checkout's `shimlab run` itself
+    checkout = job.get("checkout") if not job.get("whole") else None
     try:
-        proc = childpy.run_module("shimlab.bench.worker", job, timeout)
+        proc = childpy.run_module("shimlab.bench.worker", job, timeout, checkout=checkout)
     except subprocess.TimeoutExpired:   # subprocess.run has killed the worker
         raise RunError(f"{what} did not finish within the {timeout:g} s per-worker timeout; "
                        f"stopped it") from None
@@ -281,6 +299,7 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
                     progress.step(note=f"{c.key} FAILED")
                     continue
                 run = RunSamples(cycles=out["cycles"], ns=out["ns"], warmup_ns=out["warmup_ns"],
+                                 cpu_ns=out.get("cpu_ns", []), jit=out.get("jit"),
                                  vm_instructions=vm_counts[c.workload, c.bf_opt, c.input],
                                  crossings=out.get("crossings"),
                                  instructions=out.get("instructions", exact.get(c.key)),

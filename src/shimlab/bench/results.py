@@ -69,6 +69,8 @@ K_LAYOUT = "shimlab_layout_seed"
 K_CODE_LAYOUT = "shimlab_code_layout"
 K_CODE_AT = "shimlab_code_at"
 K_TSC_HZ = "shimlab_tsc_hz"
+K_CPU_NS = "shimlab_cpu_ns"
+K_JIT = "shimlab_jit."            # + traces, code_bytes, trace_ops, compile_ns
 K_VERSION = "shimlab_version"
 K_GIT = "shimlab_git_commit"
 K_SUITE = "shimlab_suite"
@@ -77,8 +79,9 @@ K_PLAN = "shimlab_plan"
 # the largest results file read (a full dispatch run is a few MB)
 MAX_BYTES = 256 << 20
 
+JIT_FIELDS = ("traces", "code_bytes", "trace_ops", "compile_ns")
 _RUN_KEYS = (K_CYCLES, K_INSTRUCTIONS, K_VM_INSTRUCTIONS, K_PID, K_CPU, K_LAYOUT,
-             K_CODE_LAYOUT, K_CODE_AT, K_CROSSINGS)
+             K_CODE_LAYOUT, K_CODE_AT, K_CROSSINGS, K_CPU_NS) + tuple(K_JIT + f for f in JIT_FIELDS)
 _PYPERF_RUN_KEYS = ("name", "unit", "loops", "inner_loops", "duration")
 _JSON_TAG = "json:"
 
@@ -97,6 +100,10 @@ class RunSamples:
     code_layout: int | None = None       # the interpreter build's code layout (build.code_shift)
     code_at: int | None = None           # where its code landed: sl_interpret's page offset
     crossings: int | None = None         # JIT modes: interpreter <-> trace crossings per run
+    cpu_ns: list[int] = field(default_factory=list)   # whole process: its CPU time per run
+    # JIT modes: what one run compiled (--stats): traces, code bytes, the VM
+    # instructions in them, record + optimize + compile time (thread CPU ns)
+    jit: dict | None = None
 
 
 @dataclass
@@ -185,6 +192,10 @@ def _encode_run(run: RunSamples, common: dict) -> pyperf.Run:
     metadata = dict(common)
     if cycles:
         metadata[K_CYCLES] = ",".join(map(str, cycles))
+    if run.cpu_ns:
+        metadata[K_CPU_NS] = ",".join(str(_as_int(v, "cpu ns", 0)) for v in run.cpu_ns)
+    for name in JIT_FIELDS if run.jit else ():
+        metadata[K_JIT + name] = _as_int(run.jit[name], K_JIT + name, 0)
     for key, value in ((K_INSTRUCTIONS, run.instructions),
                        (K_VM_INSTRUCTIONS, run.vm_instructions),
                        (K_PID, run.worker_pid), (K_CPU, run.cpu),
@@ -234,7 +245,20 @@ def _decode_run(run: pyperf.Run) -> RunSamples:
         code_layout=_int_field(md, K_CODE_LAYOUT),
         code_at=_int_field(md, K_CODE_AT),
         crossings=_int_field(md, K_CROSSINGS),
+        cpu_ns=_counts(md, K_CPU_NS),
+        jit=({f: _int_field(md, K_JIT + f) for f in JIT_FIELDS}
+             if md.get(K_JIT + JIT_FIELDS[0]) is not None else None),
     )
+
+
+def _counts(md: dict, key: str) -> list[int]:
+    value = md.get(key)
+    if value is None:
+        return []
+    parts = value.split(",") if isinstance(value, str) else [None]
+    if not all(isinstance(p, str) and p.isascii() and p.isdigit() for p in parts):
+        raise ValueError(f"{key} is {str(value)[:40]!r}, not comma-separated counts")
+    return [int(p) for p in parts]
 
 
 def _decode_benchmark(bench: pyperf.Benchmark) -> ConfigResult:
