@@ -148,6 +148,12 @@ def format_operand(program: Program, pc: int, ins: isa.Instr, arg: int) -> str:
     if kind in isa.PACKED_MOVE_JUMP:
         disp = isa.jump_disp(ins, arg)
         return f"move {arg >> 8:+d}, {disp:+d} (to {pc + disp})"
+    if kind in isa.PACKED_AT_JUMP:
+        disp = isa.jump_disp(ins, arg)
+        return f"cell {arg >> 24:+d}, {disp:+d} (to {pc + disp})"
+    if ins.name in isa.PACKED_MOVE_AT:
+        c, t, t2, f = isa.unpack_move_at(ins.name, arg)
+        return f"cell {c:+d} times {f} to {t:+d}" + ("" if t2 is None else f" and {t2:+d}")
     if kind is Operand.CONST:
         if 0 <= arg < len(program.consts):
             return f"{arg} ({program.consts[arg]})"

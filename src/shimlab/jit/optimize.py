@@ -139,13 +139,19 @@ _GUARD = {"JUMP_IF_CELL_ZERO:taken": "opt:guard-nonzero",
           "MOVE_JUMP_IF_CELL_ZERO:taken": "opt:guard-nonzero",
           "MOVE_JUMP_IF_CELL_ZERO:fallthrough": "opt:guard-zero",
           "MOVE_LOOP_IF_CELL:fallthrough": "opt:guard-nonzero",
-          "MOVE_LOOP_IF_CELL:taken": "opt:guard-zero"}
+          "MOVE_LOOP_IF_CELL:taken": "opt:guard-zero",
+          # the tests at an offset (--bf-opt 1): the offset adds to d
+          "JUMP_IF_CELL_ZERO_AT:taken": "opt:guard-nonzero",
+          "JUMP_IF_CELL_ZERO_AT:fallthrough": "opt:guard-zero",
+          "LOOP_IF_CELL_AT:fallthrough": "opt:guard-nonzero",
+          "LOOP_IF_CELL_AT:taken": "opt:guard-zero"}
 # every instruction that reads or moves the head
 _ON_TAPE = {ins.name for ins in isa.INSTRUCTIONS if "HEAD" in ins.c or "TAPE_AT" in ins.c}
 _MOVE_BRANCHES = ("MOVE_JUMP_IF_CELL_ZERO", "MOVE_LOOP_IF_CELL")   # move by arg >> 8, then test
-_CELL_BRANCHES = ("JUMP_IF_CELL_ZERO", "LOOP_IF_CELL") + _MOVE_BRANCHES
+_AT_BRANCHES = ("JUMP_IF_CELL_ZERO_AT", "LOOP_IF_CELL_AT")     # test the cell at arg >> 24
+_CELL_BRANCHES = ("JUMP_IF_CELL_ZERO", "LOOP_IF_CELL") + _MOVE_BRANCHES + _AT_BRANCHES
 _CHECKED = {"MOVE", "CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD", "CELL_ADD2_AT",
-            *_MOVE_BRANCHES}   # each checked its cell (or cells)
+            *_MOVE_BRANCHES, *_AT_BRANCHES, *isa.PACKED_MOVE_AT}   # each checked its cells
 _TAPE = {"CELL_ADD", "CELL_ZERO", "MOVE", "CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD",
          "CELL_ADD2_AT", *_MOVE_BRANCHES}
 # instructions that never touch the operand stack: cached values stay in
@@ -269,6 +275,11 @@ class _VirtualHead:
             elif name == "CELL_ADD2_AT":
                 off_a, _, off_b, _ = isa.unpack_add2(t.arg)
                 cells += [d + off_a, d + off_b]
+            elif name in _AT_BRANCHES:
+                cells.append(d + (t.arg >> 24))
+            elif name in isa.PACKED_MOVE_AT:
+                c, tg, tg2, _ = isa.unpack_move_at(name, t.arg)
+                cells += [d + c, d + tg] + ([] if tg2 is None else [d + tg2])
             else:                    # CELL_ADD_AT, CELL_SET_AT, CELL_MULADD
                 cells.append(d + (t.arg >> 8))
         if cells:
@@ -327,6 +338,14 @@ class _VirtualHead:
             off_a, byte_a, off_b, byte_b = isa.unpack_add2(arg)
             out.add(Piece("opt:add", {"cell": d + off_a, "byte": byte_a}, t, d))
             out.add(Piece("opt:add", {"cell": d + off_b, "byte": byte_b}, t, d))
+        elif name in isa.PACKED_MOVE_AT:
+            c, tg, tg2, factor = isa.unpack_move_at(name, arg)
+            if factor:
+                for target in (tg,) if tg2 is None else (tg, tg2):
+                    out.add(Piece("opt:copyadd" if factor == 1 else "opt:muladd",
+                                  {"cell": d + target, "cell2": d + c, "byte": factor}, t, d))
+            if name != "CELL_MULADD_AT":
+                out.add(Piece("opt:zero", {"cell": d + c}, t, d))
         elif self._after_move(t):
             self.d += arg >> 8
             out.note("moves folded")
@@ -337,7 +356,8 @@ class _VirtualHead:
             if name in _MOVE_BRANCHES:
                 self.d = d = d + (arg >> 8)
                 out.note("moves folded")
-            out.add(Piece(_GUARD[t.stencil], {"cell": d}, t, d))
+            cell = d + (arg >> 24) if name in _AT_BRANCHES else d
+            out.add(Piece(_GUARD[t.stencil], {"cell": cell}, t, d))
         else:
             if d and name in _ON_TAPE:
                 raise AssertionError(f"optimizer: {t.stencil} at pc {t.pc} would see a stale head")
