@@ -5,9 +5,9 @@ is outside, so the interpreter reports the error; a deopt changes nothing (a
 scan moves the head only once it has found its cell, CELL_ADD2_AT checks
 both cells before it adds to either).
 """
-from peachpy.x86_64 import (ADD, CDQE, CMOVB, CMP, IMUL, LEA, MOV, MOVSXD, MOVZX, POP, PUSH, ROR,
+from peachpy.x86_64 import (ADD, CDQE, CMOVB, CMP, IMUL, LEA, MOV, MOVSXD, MOVZX, NEG, POP, PUSH, ROR,
                             SAR, SHL, SUB, TEST, al, dh, r8b, r8d,
-                            byte, dl, eax, edx, qword, r8, rax, rcx)
+                            byte, dl, eax, edx, qword, r8, rax, rcx, rdx)
 
 from .asm import addend, low32, stencil, vm_offset
 
@@ -47,17 +47,19 @@ def cell_muladd(a, r):
 
 @stencil("SCAN")
 def scan(a, r):
-    """move by the step until the cell is zero; deopt (head unmoved) at the tape's end"""
+    """move by the step until the cell is zero; deopt (head unmoved) at the tape's end.
+    Each step: the cell's position (rcx less the tape, from r8) under the
+    tape's length (rax), both loaded once"""
     step = addend(a.hole("oparg"))
-    a(MOV(rcx, r.head))
+    a(MOV(rcx, r.head), MOV(r8, qword[r.vm + vm_offset("tape")]), NEG(r8),
+      MOV(rax, qword[r.vm + vm_offset("tape_len")]))
+    a.jmp("test")
     a.label("loop")
-    a(CMP(byte[rcx], 0))
-    a.jcc("e", "done")
-    a(LEA(rcx, [rcx + step]), MOV(rax, rcx), SUB(rax, qword[r.vm + vm_offset("tape")]),
-      CMP(rax, qword[r.vm + vm_offset("tape_len")]))
+    a(LEA(rcx, [rcx + step]), LEA(rdx, [rcx + r8 * 1]), CMP(rdx, rax))
     a.jcc_hole("ae", "deopt")
-    a.jmp("loop")
-    a.label("done")
+    a.label("test")
+    a(CMP(byte[rcx], 0))
+    a.jcc("ne", "loop")
     a(MOV(r.head, rcx))
 
 

@@ -34,6 +34,12 @@ def muladd(a, r):
       ADD(byte[r.head + a.hole("cell")], al))
 
 
+@stencil("opt:copy")
+def copy(a, r):
+    """cell = cell2 (a move loop's target known to be 0)"""
+    a(MOVZX(eax, byte[r.head + a.hole("cell2")]), MOV(byte[r.head + a.hole("cell")], al))
+
+
 @stencil("opt:copyadd")
 def copyadd(a, r):
     """cell += cell2 (a multiply loop's factor 1)"""
@@ -54,6 +60,16 @@ def _check(a, r, keep_rcx=False):
 def check(a, r):
     """deopt unless head + cell .. head + cell2 (cell <= cell2) are all on the tape"""
     _check(a, r)
+
+
+@stencil("opt:check:len")
+def check_len(a, r):
+    """deopt unless head + cell .. head + cell + span are all on the tape, with
+    oparg = the tape's length less the span (known when the trace is made):
+    one unsigned compare"""
+    a(LEA(rax, [r.head + a.hole("cell")]), SUB(rax, qword[r.vm + vm_offset("tape")]),
+      CMP(rax, a.hole("oparg")))
+    a.jcc_hole("ae", "deopt")
 
 
 @stencil("opt:check:rcx")
@@ -78,6 +94,21 @@ def _guard(cc):
 
 
 stencil("opt:guard-zero", "leave if the cell is zero")(_guard("e"))
+
+
+@stencil("opt:loop-close")
+def loop_close(a, r):
+    """back to the trace's start while the cell is non-zero, else leave past the loop"""
+    a(CMP(byte[r.head + a.hole("cell")], 0))
+    a.jcc_hole("ne", "loop")
+    a.jmp_hole("branch")
+
+
+@stencil("opt:loop-inner")
+def loop_inner(a, r):
+    """an inner loop's back-edge while the cell is non-zero"""
+    a(CMP(byte[r.head + a.hole("cell")], 0))
+    a.jcc_hole("ne", "loop")
 stencil("opt:guard-nonzero", "leave unless the cell is zero")(_guard("ne"))
 
 

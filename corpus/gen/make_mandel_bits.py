@@ -22,7 +22,6 @@ against it when run with --check (through shimlab, tailcall).
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,9 +50,9 @@ class Grid:
     iterations: int
 
 
-FULL = Grid(-8602, 154, 72, -4756, 328, 30, 40)
+FULL = Grid(-8602, 115, 96, -4797, 246, 40, 60)
 SMALL = Grid(-8320, 1536, 7, -3840, 2560, 4, 6)
-JULIA_FULL = Grid(-1600, 42, 76, -1000, 80, 26, 48)
+JULIA_FULL = Grid(-1600, 29, 110, -1015, 58, 36, 64)
 JULIA_SMALL = Grid(-1500, 400, 7, -800, 500, 4, 8)
 
 

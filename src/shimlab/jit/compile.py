@@ -53,6 +53,7 @@ class Context:
     cc: str | None = None                # the compiler of clang stencils (the interpreter's)
     opt: int = 0                         # the trace optimizer's level (jit/optimize.py)
     cache: int = 0                       # the interpreter's cached values: exits reload them
+    tape_len: int | None = None          # the VM's tape (bounds checks against a constant)
     heat: int | None = None              # side exits: address of this trace's heat counters
     blocks: int | None = None            # --stats: address of this trace's block counters
     rec_table: int = 0                   # side exits: the recorder's dispatch table
@@ -257,7 +258,8 @@ def _lower(trace: Trace, ctx: Context, st: dict):
     if cached is not None and cached[0] == key:
         return cached[1], cached[2]
     lowered = optimize.lower(trace, ctx.consts, ctx.opt, ctx.count,
-                             registers=ctx.source == "peachpy", cache=cache_for(ctx, st))
+                             registers=ctx.source == "peachpy", cache=cache_for(ctx, st),
+                             tape_len=ctx.tape_len)
     before = None
     for p in lowered.pieces:
         if p.stencil not in st:

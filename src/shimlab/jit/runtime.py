@@ -436,7 +436,7 @@ class Jit:
         return _jit_compile().Context(self.mode, code_base, self.loaded.program.consts, self.code,
                                    self.handlers, count=build.count, state=self.state,
                                    source=self.source, cc=build.compiler.name, opt=self.opt,
-                                   cache=build.cache)
+                                   cache=build.cache, tape_len=int(self.loaded.vm.tape_len))
 
     def _write_perf_map(self, info: TraceInfo, compiled) -> None:
         name = self.loaded.program.name
