@@ -220,3 +220,43 @@ stencil("CELL_MULADD_AT", "cell[head + t] += cell[head + c] * factor (nothing wh
 stencil("CELL_MOVE_AT", "CELL_MULADD_AT, then the counter cleared")(_move_at(False, True))
 stencil("CELL_MOVE2_AT", "a move loop to two cells at offsets, the counter cleared")(
     _move_at(True, True))
+
+
+@stencil("CELL_COPY_AT")
+def cell_copy_at(a, r):
+    """BF's copy through a spare cell: t += a, a += u, u = 0 (operand: a, t, u a
+    byte each, top first); one check of the farthest of the three cells"""
+    tape = qword[r.vm + vm_offset("tape")]
+    a(MOV(edx, low32(a.hole("oparg"))))
+    _offset(a, rax, 0)                                      # a
+    a(ADD(rax, r.head), SUB(rax, tape))
+    _offset(a, rcx, 8)                                      # t
+    a(ADD(rcx, r.head), SUB(rcx, tape), MOV(r8, rcx), CMP(r8, rax), CMOVB(r8, rax))
+    a(PUSH(rax))
+    _offset(a, rax, 16)                                     # u
+    a(ADD(rax, r.head), SUB(rax, tape), CMP(r8, rax), CMOVB(r8, rax), POP(rax))
+    a(CMP(r8, qword[r.vm + vm_offset("tape_len")]))
+    a.jcc_hole("ae", "deopt")
+    a(ADD(rax, tape), ADD(rcx, tape), MOVZX(r8d, byte[rax]), ADD(byte[rcx], r8b))   # t += a
+    _offset(a, rcx, 16)
+    a(ADD(rcx, r.head), ADD(r8b, byte[rcx]), MOV(byte[rax], r8b), MOV(byte[rcx], 0))
+
+
+@stencil("CELL_MOVE_PAIR_AT")
+def cell_move_pair_at(a, r):
+    """two move loops of factor 1, one after the other (operand: counter 1,
+    target 1, counter 2, target 2, a byte each); one check of the farthest of
+    the four cells first"""
+    tape = qword[r.vm + vm_offset("tape")]
+    a(MOV(edx, low32(a.hole("oparg"))))
+    a(MOV(r8d, 0))                                          # the farthest position so far
+    for shl in (0, 8, 16, 24):
+        _offset(a, rax, shl)
+        a(ADD(rax, r.head), SUB(rax, tape), CMP(r8, rax), CMOVB(r8, rax))
+    a(CMP(r8, qword[r.vm + vm_offset("tape_len")]))
+    a.jcc_hole("ae", "deopt")
+    for shl in (0, 16):                                     # counter, then target
+        _offset(a, rax, shl)
+        _offset(a, rcx, shl + 8)
+        a(ADD(rax, r.head), ADD(rcx, r.head), MOVZX(r8d, byte[rax]), MOV(byte[rax], 0),
+          ADD(byte[rcx], r8b))

@@ -436,6 +436,77 @@ _def("CELL_MOVE2_AT", Operand.IMM, 0, 0, Flow.NEXT,
      "cell[head + byte 3] * byte 0 (both checked first), then that counter cleared",
      _move_at(True, True))
 
+
+
+def _copy_at(s, arg):
+    a, t, u, _ = unpack_move_at("CELL_MOVE2_AT", arg)
+    v = s.cell_at(a)
+    if v:
+        s.cell_add_at(t, 0)
+    w = s.cell_at(u)
+    if v:
+        s.cell_add_at(t, v)
+    s.cell_set_at(a, v + w)
+    s.cell_set_at(u, 0)
+
+
+# BF's copy through a spare cell ([->+>+<<]>>[-<<+>>]: a move loop to two
+# cells, then one back), made by the front end's last pass from the two:
+# t += a, a += u, u = 0 (exact whatever u held: u gets a, a gets u).  Cells
+# checked in the order the two loops check them: a, t (only when a is not
+# 0), then u.
+_def("CELL_COPY_AT", Operand.IMM, 0, 0, Flow.NEXT,
+     "TAPE_AT(a_, ARG >> 24); uint32_t v_ = *a_; "
+     + _OFF.format(p="t_", shift=16) +
+     "if ((v_ != 0) & ((uint64_t)t_pos >= (uint64_t)vm->tape_len)) "
+     "FAIL_WITH(SL_ERR_TAPE_BOUNDS, t_pos); "
+     "TAPE_AT(u_, (int8_t)(ARG >> 8)); "
+     "uint32_t w_ = *u_; int t_in = (uint64_t)t_pos < (uint64_t)vm->tape_len; "
+     "uint8_t *t_ = t_in ? vm->tape + t_pos : a_; "
+     "*t_ = (uint8_t)((uint32_t)*t_ + (t_in ? v_ : 0)); "
+     "*a_ = (uint8_t)(v_ + w_); *u_ = 0;",
+     "BF's copy through a spare cell: cell[head + byte 2] += cell[head + byte 3], which "
+     "then gets what cell[head + byte 1] held added, and that cell is cleared",
+     _copy_at)
+
+
+
+def unpack_move_pair(arg: int) -> tuple[int, int, int, int]:
+    """(counter 1, target 1, counter 2, target 2) of a CELL_MOVE_PAIR_AT operand."""
+    return arg >> 24, _sbyte(arg >> 16), _sbyte(arg >> 8), _sbyte(arg)
+
+
+def pack_move_pair(c1: int, t1: int, c2: int, t2: int) -> int:
+    for off in (c1, t1, c2, t2):
+        if not -AT_OFFSET_MAX - 1 <= off <= AT_OFFSET_MAX:
+            raise ValueError(f"cell offset {off} does not fit 8 bits")
+    return _signed32(((c1 & 0xFF) << 24) | ((t1 & 0xFF) << 16) | ((c2 & 0xFF) << 8) | (t2 & 0xFF))
+
+
+def _move_pair(s, arg):
+    c1, t1, c2, t2 = unpack_move_pair(arg)
+    for c, t in ((c1, t1), (c2, t2)):
+        v = s.cell_at(c)
+        if v:
+            s.cell_add_at(t, v)
+            s.cell_set_at(c, 0)
+
+
+# Two move loops of factor 1 in a row ([->+<] twice), made by the front end's
+# last pass: each as CELL_MOVE_AT, the first before the second.
+_MOVE_ONE = ("{{ TAPE_AT(c{n}_, {c}); uint32_t v{n}_ = *c{n}_; " + _OFF.format(p="t{n}_", shift=0)
+             .replace("(int8_t)(ARG >> 0)", "{t}") +
+             "if ((v{n}_ != 0) & ((uint64_t)t{n}_pos >= (uint64_t)vm->tape_len)) "
+             "FAIL_WITH(SL_ERR_TAPE_BOUNDS, t{n}_pos); "
+             "uint8_t *t{n}_ = (uint64_t)t{n}_pos < (uint64_t)vm->tape_len ? vm->tape + t{n}_pos "
+             ": c{n}_; *t{n}_ = (uint8_t)((uint32_t)*t{n}_ + v{n}_); *c{n}_ = 0; }} ")
+_def("CELL_MOVE_PAIR_AT", Operand.IMM, 0, 0, Flow.NEXT,
+     _MOVE_ONE.format(n=1, c="ARG >> 24", t="(int8_t)(ARG >> 16)")
+     + _MOVE_ONE.format(n=2, c="(int8_t)(ARG >> 8)", t="(int8_t)ARG"),
+     "two move loops at offsets, each byte an offset (top first): cell[byte 2] += "
+     "cell[byte 3], that cleared; then cell[byte 0] += cell[byte 1], that cleared",
+     _move_pair)
+
 PACKED_CELL = frozenset({"CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD"})
 PACKED_MOVE_AT = frozenset({"CELL_MULADD_AT", "CELL_MOVE_AT", "CELL_MOVE2_AT"})
 PACKED_MOVE_JUMP = frozenset({Operand.FORWARD_MOVE, Operand.BACKWARD_MOVE})

@@ -53,6 +53,14 @@ def _arg_for(name: str, rng: random.Random) -> int:
         offs = [-3, -1, 0, 1, 2, 40, -40, 127, -128]
         return isa.pack_move_at(rng.choice(offs), rng.choice(offs), rng.choice([0, 1, 3, 255]),
                                 rng.choice(offs) if name == "CELL_MOVE2_AT" else None)
+    if name == "CELL_MOVE_PAIR_AT":
+        offs = [-3, -1, 0, 1, 2, 40, -40, 127, -128]
+        c1, t1 = rng.sample(offs, 2)
+        c2, t2 = rng.sample(offs, 2)
+        return isa.pack_move_pair(c1, t1, c2, t2)
+    if name == "CELL_COPY_AT":
+        a, t, u = rng.sample([-3, -1, 0, 1, 2, 40, -40, 127, -128], 3)
+        return isa.pack_move_at(a, t, 0, u)
     if name in ("PRINT_BYTE", "CELL_ADD"):
         return rng.choice([0, 1, 65, 255, -7, 300])
     return rng.choice([0, 1, -1, 7, -100000, 1 << 30])

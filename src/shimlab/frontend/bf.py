@@ -121,6 +121,18 @@ CELL_ADD2_AT = isa.OPCODE["CELL_ADD2_AT"]
 OPEN_AT, CLOSE_AT = isa.OPCODE["JUMP_IF_CELL_ZERO_AT"], isa.OPCODE["LOOP_IF_CELL_AT"]
 MULADD_AT, MOVE_AT, MOVE2_AT = (isa.OPCODE["CELL_MULADD_AT"], isa.OPCODE["CELL_MOVE_AT"],
                                 isa.OPCODE["CELL_MOVE2_AT"])
+COPY_AT, MOVE_PAIR_AT = isa.OPCODE["CELL_COPY_AT"], isa.OPCODE["CELL_MOVE_PAIR_AT"]
+
+
+def _copy_pair(arg: int, arg2: int) -> int | None:
+    """The CELL_COPY_AT operand of a CELL_MOVE2_AT (factor 1) and the
+    CELL_MOVE_AT after it that moves one of its targets back (factor 1),
+    else None."""
+    a, t1, t2, f = isa.unpack_move_at("CELL_MOVE2_AT", arg)
+    c, back, _, g = isa.unpack_move_at("CELL_MOVE_AT", arg2)
+    if f != 1 or g != 1 or back != a or c not in (t1, t2):
+        return None
+    return isa.pack_move_at(a, t2 if c == t1 else t1, 0, c)
 _JUMPS = (OPEN, CLOSE)          # the jumps level 1 emits before its last pass (pc + arg)
 _AT_JUMPS = (OPEN_AT, CLOSE_AT)  # and at an offset (pc + isa.jump_disp)
 _ADDS = (CELL_ADD, CELL_ADD_AT)
@@ -396,9 +408,10 @@ class Optimizing(Emitter):
 
     def fuse(self) -> None:
         """The last pass: a MOVE and the loop test after it become one
-        MOVE_JUMP_IF_CELL_ZERO or MOVE_LOOP_IF_CELL (the jump one byte), and
-        two adds in a row at offsets within a signed byte one CELL_ADD2_AT;
-        never across a jump target.  Jumps are then displaced anew (fusing
+        MOVE_JUMP_IF_CELL_ZERO or MOVE_LOOP_IF_CELL (the jump one byte),
+        two adds in a row at offsets within a signed byte one CELL_ADD2_AT,
+        a copy through a spare cell one CELL_COPY_AT, and two move loops of
+        factor 1 in a row one CELL_MOVE_PAIR_AT; never across a jump target.  Jumps are then displaced anew (fusing
         only shortens them, so a jump that fitted a byte before still does)."""
         code, offs = self.code, self.positions.offsets
         n = len(code)
@@ -426,6 +439,25 @@ class Optimizing(Emitter):
                 jump_targets.append(i + 1 + code[i + 1][1])
                 fused = MOVE_OPEN if nop == OPEN else MOVE_CLOSE
                 new.append((fused, arg))                # the jump is filled in below
+                new_offs.append(offs[i])
+                newpc[i + 1] = newpc[i]
+                i += 2
+                continue
+            if op == MOVE2_AT and nop == MOVE_AT and not targets[i + 1]:
+                copy = _copy_pair(arg, code[i + 1][1])
+                if copy is not None:
+                    key = (COPY_AT, copy)
+                    new.append(share(key, key))
+                    new_offs.append(offs[i])
+                    newpc[i + 1] = newpc[i]
+                    i += 2
+                    continue
+            if op == MOVE_AT and nop == MOVE_AT and not targets[i + 1] \
+                    and (arg >> 8) & 0xFF == 1 and (code[i + 1][1] >> 8) & 0xFF == 1:
+                c1, t1, _, _ = isa.unpack_move_at("CELL_MOVE_AT", arg)
+                c2, t2, _, _ = isa.unpack_move_at("CELL_MOVE_AT", code[i + 1][1])
+                key = (MOVE_PAIR_AT, isa.pack_move_pair(c1, t1, c2, t2))
+                new.append(share(key, key))
                 new_offs.append(offs[i])
                 newpc[i + 1] = newpc[i]
                 i += 2

@@ -186,7 +186,8 @@ _MOVE_BRANCHES = ("MOVE_JUMP_IF_CELL_ZERO", "MOVE_LOOP_IF_CELL")   # move by arg
 _AT_BRANCHES = ("JUMP_IF_CELL_ZERO_AT", "LOOP_IF_CELL_AT")     # test the cell at arg >> 24
 _CELL_BRANCHES = ("JUMP_IF_CELL_ZERO", "LOOP_IF_CELL") + _MOVE_BRANCHES + _AT_BRANCHES
 _CHECKED = {"MOVE", "CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD", "CELL_ADD2_AT",
-            *_MOVE_BRANCHES, *_AT_BRANCHES, *isa.PACKED_MOVE_AT}   # each checked its cells
+            *_MOVE_BRANCHES, *_AT_BRANCHES, *isa.PACKED_MOVE_AT, "CELL_COPY_AT",
+            "CELL_MOVE_PAIR_AT"}
 _TAPE = {"CELL_ADD", "CELL_ZERO", "MOVE", "CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD",
          "CELL_ADD2_AT", *_MOVE_BRANCHES}
 # instructions that never touch the operand stack: cached values stay in
@@ -318,8 +319,11 @@ class _VirtualHead:
                 cells += [d + off_a, d + off_b]
             elif name in _AT_BRANCHES:
                 cells.append(d + (t.arg >> 24))
-            elif name in isa.PACKED_MOVE_AT:
-                c, tg, tg2, _ = isa.unpack_move_at(name, t.arg)
+            elif name == "CELL_MOVE_PAIR_AT":
+                cells += [d + x for x in isa.unpack_move_pair(t.arg)]
+            elif name in isa.PACKED_MOVE_AT or name == "CELL_COPY_AT":
+                c, tg, tg2, _ = isa.unpack_move_at(
+                    "CELL_MOVE2_AT" if name == "CELL_COPY_AT" else name, t.arg)
                 cells += [d + c, d + tg] + ([] if tg2 is None else [d + tg2])
             else:                    # CELL_ADD_AT, CELL_SET_AT, CELL_MULADD
                 cells.append(d + (t.arg >> 8))
@@ -385,6 +389,18 @@ class _VirtualHead:
                 self.muladd(d + target, d + c, factor, t)
             if name != "CELL_MULADD_AT":
                 self.set(d + c, 0, t)
+        elif name == "CELL_MOVE_PAIR_AT":
+            c1, t1, c2, t2 = isa.unpack_move_pair(arg)
+            for c, tg in ((c1, t1), (c2, t2)):
+                self.muladd(d + tg, d + c, 1, t)
+                self.set(d + c, 0, t)
+        elif name == "CELL_COPY_AT":             # the two move loops it was made of
+            a, tg, u, _ = isa.unpack_move_at("CELL_MOVE2_AT", arg)
+            self.muladd(d + tg, d + a, 1, t)
+            self.muladd(d + u, d + a, 1, t)
+            self.set(d + a, 0, t)
+            self.muladd(d + a, d + u, 1, t)
+            self.set(d + u, 0, t)
         elif self._after_move(t):
             self.d += arg >> 8
             out.note("moves folded")
