@@ -148,7 +148,7 @@ def _one_check(out: Lowered, tape_len: int) -> None:
     out.note("bounds checks hoisted", len(gone))
 
 
-_PLAIN_VARIANTS = ("", "taken", "fallthrough", "close", "inner")
+_PLAIN_VARIANTS = ("", "taken", "fallthrough", "close", "inner", "to")
 
 
 @lru_cache(maxsize=None)
@@ -355,14 +355,16 @@ class _VirtualHead:
                     continue
             if stack is not None and (not cache or not plain or t.name not in _OFF_STACK):
                 stack.flush(self.d)
-            starts.append(len(out.pieces))
+            if not t.synthetic:
+                starts.append(len(out.pieces))
             self.one(t, plain)
             k += 1
 
     def one(self, t: TraceOp, plain: bool) -> None:
         """Lowers t (plain: no prototype stands in for it) at the virtual head."""
         out, d = self.out, self.d
-        _count(out, self.count, t, d)
+        if not t.synthetic:
+            _count(out, self.count, t, d)
         name, arg = t.name, t.arg
         if not plain:
             out.add(Piece(t.stencil, operand_values(t, self.consts), t, d))

@@ -16,7 +16,7 @@ from ..errors import ShimlabError
 from ..interp.loader import TABLE_SLOTS, handler_addresses
 from .defaults import DEFAULT_THRESHOLD, LEVELS
 from .memory import CodeMemory, MemoryError_
-from .trace import TRACEABLE, Decline, Trace, TraceOp, first_of, from_recording
+from .trace import TRACEABLE, Decline, Trace, TraceOp, add_blocks, first_of, from_recording
 
 MAX_TRACE = 2000              # VM instructions in one trace
 MAX_RECORDING = 200_000       # VM instructions one recording may log (inner loops included)
@@ -268,6 +268,8 @@ class Jit:
                 self.stats.declined.append((start, d.reason))
             return
         self.counters[start] = NEVER
+        if self.opt >= 1:
+            add_blocks(trace, self.code, self.max_trace)
         self._install(trace, code_base)
 
     def _side_recording(self, vm, rec, stop_pc, start, code_base, hot) -> None:
