@@ -346,14 +346,15 @@ class _VirtualHead:
         while k < len(ops):
             t = ops[k]
             plain = not _overridden(t.stencil)
-            if fuse and plain and t.name in TAKES:
+            if fuse and plain and t.name in TAKES and not t.synthetic:
                 at = len(out.pieces)
                 taken = stack.take(ops, k, self.d)
                 if taken:
                     starts += [at] * taken
                     k += taken
                     continue
-            if stack is not None and (not cache or not plain or t.name not in _OFF_STACK):
+            if stack is not None and (not cache or not plain or t.name not in _OFF_STACK
+                                      or t.synthetic):     # (a block's jump back: to a label)
                 stack.flush(self.d)
             if not t.synthetic:
                 starts.append(len(out.pieces))
