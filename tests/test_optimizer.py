@@ -262,11 +262,38 @@ def _stats(src, language, **jit):
 
 
 def test_hot_side_exits_get_traces_linked_to_them():
-    _, links0, crossings0, _, _ = _stats(BRANCHY, "minipy", opt=2, link=False)
-    _, links, crossings, report, _ = _stats(BRANCHY, "minipy", opt=2)
+    # (without regions: with them, these paths are blocks of the loop's trace)
+    _, links0, crossings0, _, _ = _stats(BRANCHY, "minipy", opt=2, link=False, regions=False)
+    _, links, crossings, report, _ = _stats(BRANCHY, "minipy", opt=2, regions=False)
     assert links0 == 0 and links >= 1, report
     assert crossings < crossings0 / 10, (crossings, crossings0, report)
     assert "at hot side exits" in report and "side trace from pc" in report
+
+
+def test_regions_take_the_paths_not_recorded_into_the_loops_trace():
+    _, _, crossings0, report0, _ = _stats(BRANCHY, "minipy", opt=2, regions=False)
+    _, _, crossings, report, folded = _stats(BRANCHY, "minipy", opt=2)
+    assert "side trace from pc" in report0 and "side trace from pc" not in report, report
+    assert any(f.get("paths not recorded taken in as blocks") for f in folded), folded
+    assert crossings <= crossings0, (crossings, crossings0)
+
+
+def test_a_skipped_if_body_becomes_a_block_that_jumps_back():
+    from shimlab.jit.trace import Trace, TraceOp, add_blocks
+    code = [(OP["JUMP_IF_CELL_ZERO"], 3), (OP["CELL_ADD"], 1), (OP["CELL_ZERO"], 0),
+            (OP["CELL_ADD_AT"], isa.pack_cell(1, 1)), (OP["LOOP"], -4), (OP["HALT"], 0)]
+    # the recording skipped the if's body (pcs 1 and 2)
+    trace = Trace(0, [TraceOp(0, code[0][0], 3, "JUMP_IF_CELL_ZERO:taken", 1),
+                      TraceOp(3, code[3][0], code[3][1], "CELL_ADD_AT"),
+                      TraceOp(4, code[4][0], -4, "LOOP:close")])
+    assert add_blocks(trace, code) == 1
+    assert [(t.pc, t.stencil) for t in trace.ops[3:]] == \
+        [(1, "CELL_ADD"), (2, "CELL_ZERO"), (-1, "JUMP:to")]
+    assert trace.ops[-1].loop_pc == 3 and trace.ops[-1].synthetic
+    # a path with a loop in it, or that never comes back, is no block
+    looping = code[:2] + [(OP["LOOP"], -1)] + code[3:]
+    trace2 = Trace(0, trace.ops[:3])
+    assert add_blocks(trace2, looping) == 0 and len(trace2.ops) == 3
 
 
 def test_stats_say_what_ran_in_traces_and_what_the_optimizer_did():

@@ -106,7 +106,8 @@ class Jit:
                  stretches: tuple = (), record: bool = True, stencils: dict | None = None,
                  verify_wx: bool = False,
                  source: str = "peachpy", entry_sites: int | None = None,
-                 opt: int = 0, link: bool | None = None, side_threshold: int | None = None):
+                 opt: int = 0, link: bool | None = None, side_threshold: int | None = None,
+                 regions: bool = True):
         """stretches: (first pc, end pc) of straight-line code to compile as
         traces before the first run (benchmarks place their crossings so);
         record=False: never record hot loops; stencils: {"DUP": "DUP:mine"}
@@ -118,7 +119,9 @@ class Jit:
         opt: the trace optimizer's level (jit/optimize.py); link (default: on
         from opt 1): a side exit taken side_threshold times (default: the
         threshold) records a trace from where it resumes and jumps to it,
-        and every exit to where a trace starts jumps into that trace."""
+        and every exit to where a trace starts jumps into that trace;
+        regions (from opt 1): a loop trace takes in the short paths its
+        recording did not take (trace.add_blocks) instead of side traces."""
         if threshold < 1:
             raise JitError("--jit-threshold must be at least 1")
         f = self.ffi = ffi()
@@ -148,6 +151,7 @@ class Jit:
         if opt not in LEVELS:
             raise JitError(f"--jit-opt {opt}: choose one of {', '.join(map(str, LEVELS))}")
         self.opt = opt
+        self.regions = regions and opt >= 1
         # (with --cache K a linked exit first reloads the values its trace
         # spilled: jit/compile.py _reloads)
         self.link = opt >= 1 if link is None else link
@@ -268,9 +272,8 @@ class Jit:
                 self.stats.declined.append((start, d.reason))
             return
         self.counters[start] = NEVER
-        if self.opt >= 1:
-            add_blocks(trace, self.code, self.max_trace)
-        self._install(trace, code_base)
+        blocks = add_blocks(trace, self.code, self.max_trace) if self.regions else 0
+        self._install(trace, code_base, blocks=blocks)
 
     def _side_recording(self, vm, rec, stop_pc, start, code_base, hot) -> None:
         """A hot side exit recorded the path from where it resumes: a trace
@@ -344,7 +347,7 @@ class Jit:
             raise JitError("out of memory moving the VM to a new layout")
         self.prepared()
 
-    def _install(self, trace: Trace, code_base: int, side: bool = False) -> None:
+    def _install(self, trace: Trace, code_base: int, side: bool = False, blocks: int = 0) -> None:
         f = self.ffi
         t_in = time.thread_time_ns()
         # a recorded trace: the time since the recording was handed over (stretches: none)
@@ -392,7 +395,9 @@ class Jit:
         info.address, info.size = address, len(compiled.code)
         info.exits = [e.pc for e in compiled.exits]
         info.patch_at, info.linked = compiled.patch_at, list(compiled.linked)
-        info.folded = compiled.folded
+        info.folded = dict(compiled.folded)
+        if blocks:
+            info.folded["paths not recorded taken in as blocks"] = blocks
         info.block_ops, info.retakes = compiled.block_ops, compiled.retakes
         if info.blocks is not None and len(info.block_ops) > len(info.blocks):
             raise JitError(f"trace at pc {trace.start}: {len(info.block_ops)} blocks, more "
