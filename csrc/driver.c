@@ -40,8 +40,9 @@ int sl_check_code(const sl_vm *vm) {
         int32_t op = vm->code[pc].op, arg = vm->code[pc].arg;
         if (op < 0 || op >= SL_NUM_OPCODES) return pc + 1;
         if (sl_op_is_jump[op]) {
-            int64_t t = (int64_t)pc + (sl_op_is_jump[op] == 1 ? arg
-                        : sl_op_is_jump[op] == 2 ? (arg & 0xFF) : -(arg & 0xFF));
+            int k = sl_op_is_jump[op];
+            int64_t t = (int64_t)pc + (k == 1 ? arg : k == 2 ? (arg & 0xFF) : k == 3 ? -(arg & 0xFF)
+                        : k == 4 ? (arg & 0xFFFFFF) : -(arg & 0xFFFFFF));
             if (t < 0 || t >= vm->ncode) return pc + 1;
         }
     }

@@ -66,6 +66,11 @@ class Asm:
         self.declared.append(kind)
         return self.raw(bytes([0x0F, 0x80 | CC[cc]]) + struct.pack("<I", PLACEHOLDER[kind]))
 
+    def call_hole(self, kind: str) -> "Asm":
+        self._rel32_kind(kind)
+        self.declared.append(kind)
+        return self.raw(b"\xE8" + struct.pack("<I", PLACEHOLDER[kind]))
+
     def jmp_hole(self, kind: str) -> "Asm":
         self._rel32_kind(kind)
         self.declared.append(kind)

@@ -46,6 +46,12 @@ stencil("LOOP_IF_CELL:taken", "leave past the loop if the cell is zero")(_cell_g
 stencil("LOOP:taken", "nothing: the trace goes on at the loop's header")(jump)
 
 
+@stencil("JUMP:to")
+def jump_to(a, r):
+    """a block's way back into its trace (trace.add_blocks), at a label there"""
+    a.jmp_hole("loop")
+
+
 @stencil("LOOP:close")
 def loop_close(a, r):
     """back to the start of the trace"""

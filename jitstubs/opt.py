@@ -5,7 +5,7 @@ range of cells inside the tape, so these stencils check nothing themselves.
 Not instructions of their own: `stencils test` leaves them to the optimizer's
 differential tests.
 """
-from peachpy.x86_64 import (ADD, CMOVB, CMP, DEC, IMUL, INC, JMP, LEA, MOV, MOVSXD, MOVZX, POP, PUSH,
+from peachpy.x86_64 import (ADD, CMOVB, CMP, DEC, IMUL, INC, JMP, LEA, MOV, MOVSXD, MOVZX, POP, PUSH, RET,
                             SUB, al,
                             byte, dword, eax, qword, r10, rax, rcx)
 
@@ -34,6 +34,12 @@ def muladd(a, r):
       ADD(byte[r.head + a.hole("cell")], al))
 
 
+@stencil("opt:copy")
+def copy(a, r):
+    """cell = cell2 (a move loop's target known to be 0)"""
+    a(MOVZX(eax, byte[r.head + a.hole("cell2")]), MOV(byte[r.head + a.hole("cell")], al))
+
+
 @stencil("opt:copyadd")
 def copyadd(a, r):
     """cell += cell2 (a multiply loop's factor 1)"""
@@ -54,6 +60,16 @@ def _check(a, r, keep_rcx=False):
 def check(a, r):
     """deopt unless head + cell .. head + cell2 (cell <= cell2) are all on the tape"""
     _check(a, r)
+
+
+@stencil("opt:check:len")
+def check_len(a, r):
+    """deopt unless head + cell .. head + cell + span are all on the tape, with
+    oparg = the tape's length less the span (known when the trace is made):
+    one unsigned compare"""
+    a(LEA(rax, [r.head + a.hole("cell")]), SUB(rax, qword[r.vm + vm_offset("tape")]),
+      CMP(rax, a.hole("oparg")))
+    a.jcc_hole("ae", "deopt")
 
 
 @stencil("opt:check:rcx")
@@ -78,6 +94,21 @@ def _guard(cc):
 
 
 stencil("opt:guard-zero", "leave if the cell is zero")(_guard("e"))
+
+
+@stencil("opt:loop-close")
+def loop_close(a, r):
+    """back to the trace's start while the cell is non-zero, else leave past the loop"""
+    a(CMP(byte[r.head + a.hole("cell")], 0))
+    a.jcc_hole("ne", "loop")
+    a.jmp_hole("branch")
+
+
+@stencil("opt:loop-inner")
+def loop_inner(a, r):
+    """an inner loop's back-edge while the cell is non-zero"""
+    a(CMP(byte[r.head + a.hole("cell")], 0))
+    a.jcc_hole("ne", "loop")
 stencil("opt:guard-nonzero", "leave unless the cell is zero")(_guard("ne"))
 
 
@@ -121,6 +152,51 @@ def hot_exit_shim(a, r):
     a(MOV(rax, a.hole("resume_ip")), MOV(qword[r.vm + vm_offset("rec_start")], rax),
       MOV(dword[r.vm + vm_offset("rec_len")], -1))
     a.label("cold")
+
+
+# Shared exit code (from --jit-opt 1): a side exit's slot keeps only its heat
+# and the resume pc; the path it takes once hot, the same in every slot but
+# for that pc, is in the trace once, after the slots.  (The trampoline's
+# orders keep theirs in every slot.)
+
+def _heat_pre(call: bool):
+    def emit(a, r):
+        """count this exit down; past zero, to the shared hot path with the resume pc in rax"""
+        _heat(a, r)
+        a(MOV(rax, a.hole("resume_ip")))
+        (a.call_hole if call else a.jmp_hole)("shared")
+        a.label("cold")
+    return emit
+
+
+stencil("opt:hot-exit:pre", "opt:hot-exit's heat in a slot; its hot path shared")(
+    _heat_pre(False))
+stencil("opt:hot-exit:pre:call", "opt:hot-exit:shim's heat in a slot; its hot path shared, "
+        "returning to the slot")(_heat_pre(True))
+
+
+def _record_shared(count: bool):
+    def emit(a, r):
+        """opt:hot-exit's hot path, shared by a trace's slots (the resume pc in rax)"""
+        a(MOV(r.ip, rax), MOV(qword[r.vm + vm_offset("rec_start")], r.ip),
+          MOV(dword[r.vm + vm_offset("rec_len")], 0), MOV(r.table, a.hole("rec_table")),
+          MOVSXD(rax, dword[r.ip]))
+        if count:
+            a(MOV(r10, qword[r.vm + vm_offset("counts")]), INC(qword[r10 + rax * 8]))
+        a(JMP(qword[r.table + rax * 8]))
+    return emit
+
+
+stencil("opt:hot-exit:shared", "opt:hot-exit's hot path, one per trace")(_record_shared(False))
+stencil("opt:hot-exit:shared:count", "opt:hot-exit:count's hot path, one per trace")(
+    _record_shared(True))
+
+
+@stencil("opt:hot-exit:shared:shim")
+def hot_exit_shared_shim(a, r):
+    """opt:hot-exit:shim's hot path, one per trace (the resume pc in rax); back to the slot"""
+    a(MOV(qword[r.vm + vm_offset("rec_start")], rax),
+      MOV(dword[r.vm + vm_offset("rec_len")], -1), RET())
 
 
 @stencil("opt:link")

@@ -20,11 +20,44 @@ from shimlab.bytecode import Assembler, Function, Program
 
 
 @st.composite
+def bf_idiom_loops(draw, depth=0):
+    """The loop shapes the front end turns into idioms (--bf-opt 1): a move
+    or multiply loop (counter step -1 or +1, targets at offsets, the counter
+    stepped first or last), a loop whose body returns the head (its tests at
+    an offset), and an if (the body clears the counter at its end)."""
+    shape = draw(st.sampled_from(["move", "balanced", "if"]))
+    if shape == "move":
+        offs = draw(st.lists(st.integers(-4, 4).filter(bool), min_size=0, max_size=3,
+                             unique=True))
+        step = draw(st.sampled_from("-+"))
+        body, here = [], 0
+        for off in offs:
+            body.append((">" if off > here else "<") * abs(off - here))
+            body.append(draw(st.sampled_from("+-")) * draw(st.integers(1, 3)))
+            here = off
+        body.append((">" if 0 > here else "<") * abs(here))
+        inner = "".join(body)
+        return "[" + (step + inner if draw(st.booleans()) else inner + step) + "]"
+    inner = draw(bf_programs(depth + 1)) if depth < 2 else "+"
+    off = draw(st.integers(-3, 3))
+    go = (">" if off > 0 else "<") * abs(off)
+    back = ("<" if off > 0 else ">") * abs(off)
+    if shape == "if":                     # at most once: the counter cleared last
+        return "[" + go + inner.replace("[", "").replace("]", "") + back + "[-]]"
+    # balanced: the inner part's own moves undone, the counter stepped by an odd step
+    moves = inner.count(">") - inner.count("<")
+    fix = ("<" if moves > 0 else ">") * abs(moves)
+    return "[" + go + inner + fix + back + draw(st.sampled_from(["-", "+", "---"])) + "]"
+
+
+@st.composite
 def bf_programs(draw, depth=0):
     parts = []
     for _ in range(draw(st.integers(0, 8))):
-        kind = draw(st.sampled_from("+-<>.,[" if depth < 3 else "+-<>.,"))
-        if kind == "[":
+        kind = draw(st.sampled_from("+-<>.,[I" if depth < 3 else "+-<>.,"))
+        if kind == "I":
+            parts.append(draw(bf_idiom_loops(depth)))
+        elif kind == "[":
             parts.append("[" + draw(bf_programs(depth + 1)) + "]")
         elif kind in "+-<>":
             parts.append(kind * draw(st.integers(1, 300 if kind in "+-" else 3)))

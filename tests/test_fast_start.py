@@ -75,6 +75,24 @@ def test_the_check_sees_the_jit_when_a_jit_mode_runs():
     assert "shimlab.jit.runtime" in heavy(names)
 
 
+def test_a_jit_run_whose_loops_never_get_hot_loads_no_compiler_and_no_stencils():
+    """The JIT's compiler and stencils come with its first trace (issue 24):
+    nested.bf's loops, under a threshold they never reach, and then hot."""
+    from shimlab import modes, toolchain
+    try:
+        toolchain.default_compiler(modes.get("jit-direct").features)
+    except toolchain.ToolchainError:
+        pytest.skip("no compiler here builds the JIT modes")
+    nested = str(EXAMPLES / "bf" / "nested.bf")
+    p, names = imported("run", nested, "--mode", "jit-direct", "--jit-threshold", "100000000")
+    assert p.returncode == 0, p.stderr[-2000:]
+    late = {"shimlab.jit.compile", "shimlab.jit.stencils", "shimlab.jit.optimize", "jitstubs",
+            "peachpy", "capstone", "subprocess"}
+    assert not late & names, sorted(late & names)
+    p, names = imported("run", nested, "--mode", "jit-direct")
+    assert p.returncode == 0 and {"shimlab.jit.compile", "shimlab.jit.stencils"} <= names
+
+
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], ["run", "--help"]])
 def test_help_and_version_load_no_command_they_do_not_show(argv):
     p, names = imported(*argv)

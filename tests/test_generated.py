@@ -147,8 +147,9 @@ def test_table_is_consistent():
     assert len(isa.BY_NAME) == isa.NUM_OPCODES
     for ins in isa.INSTRUCTIONS:
         if isa.is_backedge(ins):
-            assert ins.operand in (isa.Operand.BACKWARD, isa.Operand.BACKWARD_MOVE)
-        if ins.operand in (isa.Operand.FORWARD, isa.Operand.FORWARD_MOVE):
+            assert ins.operand in (isa.Operand.BACKWARD, isa.Operand.BACKWARD_MOVE,
+                                   isa.Operand.BACKWARD_AT)
+        if ins.operand in (isa.Operand.FORWARD, isa.Operand.FORWARD_MOVE, isa.Operand.FORWARD_AT):
             assert ins.flow in (isa.Flow.JUMP, isa.Flow.BRANCH)
-        if ins.operand is isa.Operand.BACKWARD_MOVE:
+        if ins.operand in (isa.Operand.BACKWARD_MOVE, isa.Operand.BACKWARD_AT):
             assert isa.is_backedge(ins)

@@ -32,24 +32,55 @@ def _names(program):
 
 # -- the front end's idioms ---------------------------------------------------
 
-def test_multiply_loop_becomes_one_muladd_per_target_and_a_clear():
-    p = bf.compile_source("[->+>+++<<]", "t", 1)
-    assert _names(p) == ["CELL_MULADD", "CELL_MULADD", "CELL_ZERO", "HALT"]
-    assert [(arg >> 8, arg & 0xFF) for _, arg in p.code[:2]] == [(1, 1), (2, 3)]
+def test_multiply_loop_becomes_a_move_at_offsets():
+    # (the input makes the counter unknown: at the start every cell is known 0)
+    p = bf.compile_source(",[->+>+++<<]", "t", 1)
+    assert _names(p) == ["CELL_IN", "CELL_MULADD_AT", "CELL_MOVE_AT", "HALT"]
+    assert [isa.unpack_move_at(_names(p)[i], p.code[i][1]) for i in (1, 2)] == \
+        [(0, 1, None, 1), (0, 2, None, 3)]
+    p = bf.compile_source(",>>>,<<<[->+>>+<<<]", "t", 1)     # two targets of one factor
+    assert _names(p) == ["CELL_IN", "MOVE", "CELL_IN", "CELL_MOVE2_AT", "HALT"]
+    assert isa.unpack_move_at("CELL_MOVE2_AT", p.code[3][1]) == (-3, -2, 0, 1)
+
+
+def test_a_multiply_loop_with_a_known_counter_is_adds():
+    # 4 * 3 into cell 1, cell 0 cleared: sets, since every cell starts at 0
+    p = bf.compile_source("++++[->+++<]>.", "t", 1)
+    assert ("CELL_SET_AT", 1, 12) in [(_names(p)[i], a >> 8, a & 0xFF)
+                                      for i, (_, a) in enumerate(p.code)]
+    assert "CELL_MULADD_AT" not in _names(p) and "LOOP_IF_CELL" not in _names(p)
 
 
 def test_counting_up_multiplies_by_the_negated_factor():
     # [+>++<] runs 256 - c times: each time +2, so the target gets -2c
-    p = bf.compile_source("[+>++<]", "t", 1)
-    assert [(arg >> 8, arg & 0xFF) for _, arg in p.code[:1]] == [(1, 254)]
+    p = bf.compile_source(",[+>++<]", "t", 1)
+    assert isa.unpack_move_at("CELL_MOVE_AT", p.code[1][1]) == (0, 1, None, 254)
 
 
 def test_scan_loops_and_offsets():
-    assert _names(bf.compile_source("[>]", "t", 1)) == ["SCAN", "HALT"]
-    assert bf.compile_source("[<<]", "t", 1).code[0] == (OP["SCAN"], -2)
-    p = bf.compile_source(">>+++<[-]+<.", "t", 1)
-    assert _names(p) == ["CELL_ADD_AT", "CELL_SET_AT", "CELL_OUT", "HALT"]
+    assert _names(bf.compile_source(",[>]", "t", 1)) == ["CELL_IN", "SCAN", "HALT"]
+    assert bf.compile_source(",[<<]", "t", 1).code[1] == (OP["SCAN"], -2)
+    p = bf.compile_source(",>>+++<+<.", "t", 1)
+    assert _names(p) == ["CELL_IN", "CELL_SET_AT", "CELL_SET_AT", "CELL_OUT", "HALT"]
     assert "cell +2, 3" in disassemble(p) and "cell +1, 1" in disassemble(p)
+
+
+def test_known_cells_make_sets_dead_loops_and_ifs():
+    # a comment loop at the start never runs; adds to known cells are sets
+    assert _names(bf.compile_source("[a comment, with commands.]++.", "t", 1)) == \
+        ["CELL_SET_AT", "CELL_OUT", "HALT"]
+    # after [-] the cell is known 0: a body that ends with it runs at most once
+    p = bf.compile_source(",[>+<[-]]", "t", 1)
+    assert "LOOP_IF_CELL" not in _names(p) and _names(p)[1] == "JUMP_IF_CELL_ZERO"
+    # a loop right after a loop on the same cell is dead
+    assert _names(bf.compile_source(",[>+<-.][>.<]", "t", 1)).count("JUMP_IF_CELL_ZERO") == 1
+
+
+def test_balanced_loops_test_at_an_offset_and_do_not_move_the_head():
+    p = bf.compile_source(",[>>>+<<<-]>>>[<<+<[>+<-]>>>-]", "t", 1)
+    assert "JUMP_IF_CELL_ZERO_AT" in _names(p) and "LOOP_IF_CELL_AT" in _names(p)
+    assert "MOVE" not in _names(p) and "cell +3, " in disassemble(p)
+    assert bf.balanced_loops(",[>]+[>+<-][[-]>]") == bytearray([0, 1, 0])
 
 
 def test_level_0_is_the_plain_folded_stream():
@@ -59,28 +90,27 @@ def test_level_0_is_the_plain_folded_stream():
 
 
 def test_moves_fuse_into_loop_tests_and_adds_pair_up():
-    p = bf.compile_source(">>[->+>+<<.]<", "t", 1)
-    assert _names(p) == ["MOVE_JUMP_IF_CELL_ZERO", "CELL_ADD2_AT", "CELL_ADD_AT", "CELL_OUT",
-                         "LOOP_IF_CELL", "MOVE", "HALT"]
-    assert p.code[0] == (OP["MOVE_JUMP_IF_CELL_ZERO"], isa.pack_move_jump(2, 5))
-    assert isa.unpack_add2(p.code[1][1]) == (0, 255, 1, 1)
-    p = bf.compile_source("[->.>]", "t", 1)
-    assert _names(p) == ["JUMP_IF_CELL_ZERO", "CELL_ADD", "MOVE", "CELL_OUT",
+    p = bf.compile_source(">>,[->+>+<<.]<", "t", 1)
+    assert _names(p) == ["MOVE", "CELL_IN", "JUMP_IF_CELL_ZERO", "CELL_ADD2_AT", "CELL_ADD_AT",
+                         "CELL_OUT", "LOOP_IF_CELL", "HALT"]
+    assert isa.unpack_add2(p.code[3][1]) == (0, 255, 1, 1)
+    p = bf.compile_source(",[->.>]", "t", 1)
+    assert _names(p) == ["CELL_IN", "JUMP_IF_CELL_ZERO", "CELL_ADD", "MOVE", "CELL_OUT",
                          "MOVE_LOOP_IF_CELL", "HALT"]
-    assert p.code[4] == (OP["MOVE_LOOP_IF_CELL"], isa.pack_move_jump(1, -3))
-    assert "move +1, -3 (to 1)" in disassemble(p)
+    assert p.code[5] == (OP["MOVE_LOOP_IF_CELL"], isa.pack_move_jump(1, -3))
+    assert "move +1, -3 (to 2)" in disassemble(p)
 
 
 def test_a_loop_too_long_for_a_one_byte_jump_keeps_its_move():
-    p = bf.compile_source(">[" + ".>" * 200 + "]", "t", 1)
-    assert _names(p)[:2] == ["MOVE", "JUMP_IF_CELL_ZERO"]
+    p = bf.compile_source(">,[" + ".>" * 200 + "]", "t", 1)
+    assert _names(p)[:3] == ["MOVE", "CELL_IN", "JUMP_IF_CELL_ZERO"]
     assert _names(p)[-2:] == ["LOOP_IF_CELL", "HALT"]
 
 
 def test_a_loop_with_output_or_a_nested_loop_stays_a_loop():
-    assert "LOOP_IF_CELL" in _names(bf.compile_source("[->+<.]", "t", 1))
-    assert "LOOP_IF_CELL" in _names(bf.compile_source("[->[-]<]", "t", 1))
-    assert "LOOP_IF_CELL" in _names(bf.compile_source("[-->+<]", "t", 1))   # step -2: not one
+    assert "LOOP_IF_CELL" in _names(bf.compile_source(",[->+<.]", "t", 1))
+    assert "LOOP_IF_CELL" in _names(bf.compile_source(",[->[-]<]", "t", 1))
+    assert "LOOP_IF_CELL" in _names(bf.compile_source(",[-->+<]", "t", 1))   # step -2: not one
 
 
 def test_front_end_time_is_linear():
@@ -232,11 +262,38 @@ def _stats(src, language, **jit):
 
 
 def test_hot_side_exits_get_traces_linked_to_them():
-    _, links0, crossings0, _, _ = _stats(BRANCHY, "minipy", opt=2, link=False)
-    _, links, crossings, report, _ = _stats(BRANCHY, "minipy", opt=2)
+    # (without regions: with them, these paths are blocks of the loop's trace)
+    _, links0, crossings0, _, _ = _stats(BRANCHY, "minipy", opt=2, link=False, regions=False)
+    _, links, crossings, report, _ = _stats(BRANCHY, "minipy", opt=2, regions=False)
     assert links0 == 0 and links >= 1, report
     assert crossings < crossings0 / 10, (crossings, crossings0, report)
     assert "at hot side exits" in report and "side trace from pc" in report
+
+
+def test_regions_take_the_paths_not_recorded_into_the_loops_trace():
+    _, _, crossings0, report0, _ = _stats(BRANCHY, "minipy", opt=2, regions=False)
+    _, _, crossings, report, folded = _stats(BRANCHY, "minipy", opt=2)
+    assert "side trace from pc" in report0 and "side trace from pc" not in report, report
+    assert any(f.get("paths not recorded taken in as blocks") for f in folded), folded
+    assert crossings <= crossings0, (crossings, crossings0)
+
+
+def test_a_skipped_if_body_becomes_a_block_that_jumps_back():
+    from shimlab.jit.trace import Trace, TraceOp, add_blocks
+    code = [(OP["JUMP_IF_CELL_ZERO"], 3), (OP["CELL_ADD"], 1), (OP["CELL_ZERO"], 0),
+            (OP["CELL_ADD_AT"], isa.pack_cell(1, 1)), (OP["LOOP"], -4), (OP["HALT"], 0)]
+    # the recording skipped the if's body (pcs 1 and 2)
+    trace = Trace(0, [TraceOp(0, code[0][0], 3, "JUMP_IF_CELL_ZERO:taken", 1),
+                      TraceOp(3, code[3][0], code[3][1], "CELL_ADD_AT"),
+                      TraceOp(4, code[4][0], -4, "LOOP:close")])
+    assert add_blocks(trace, code) == 1
+    assert [(t.pc, t.stencil) for t in trace.ops[3:]] == \
+        [(1, "CELL_ADD"), (2, "CELL_ZERO"), (-1, "JUMP:to")]
+    assert trace.ops[-1].loop_pc == 3 and trace.ops[-1].synthetic
+    # a path with a loop in it, or that never comes back, is no block
+    looping = code[:2] + [(OP["LOOP"], -1)] + code[3:]
+    trace2 = Trace(0, trace.ops[:3])
+    assert add_blocks(trace2, looping) == 0 and len(trace2.ops) == 3
 
 
 def test_stats_say_what_ran_in_traces_and_what_the_optimizer_did():

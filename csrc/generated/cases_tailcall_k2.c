@@ -106,6 +106,13 @@ SL_PRESERVE_NONE int sl_op_SCAN(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL
 SL_PRESERVE_NONE int sl_op_MOVE_JUMP_IF_CELL_ZERO(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
 SL_PRESERVE_NONE int sl_op_MOVE_LOOP_IF_CELL(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
 SL_PRESERVE_NONE int sl_op_CELL_ADD2_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
+SL_PRESERVE_NONE int sl_op_JUMP_IF_CELL_ZERO_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
+SL_PRESERVE_NONE int sl_op_LOOP_IF_CELL_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
+SL_PRESERVE_NONE int sl_op_CELL_MULADD_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
+SL_PRESERVE_NONE int sl_op_CELL_MOVE_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
+SL_PRESERVE_NONE int sl_op_CELL_MOVE2_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
+SL_PRESERVE_NONE int sl_op_CELL_COPY_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
+SL_PRESERVE_NONE int sl_op_CELL_MOVE_PAIR_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
 
 #ifdef SL_JIT   /* the JIT modes: hot counters, recorder, ENTER_JIT */
 #include "../jit_interp.h"
@@ -163,6 +170,13 @@ static sl_handler *const sl_table[SL_NUM_OPCODES + SL_JIT_OPS] = {
     sl_op_MOVE_JUMP_IF_CELL_ZERO,
     sl_op_MOVE_LOOP_IF_CELL,
     sl_op_CELL_ADD2_AT,
+    sl_op_JUMP_IF_CELL_ZERO_AT,
+    sl_op_LOOP_IF_CELL_AT,
+    sl_op_CELL_MULADD_AT,
+    sl_op_CELL_MOVE_AT,
+    sl_op_CELL_MOVE2_AT,
+    sl_op_CELL_COPY_AT,
+    sl_op_CELL_MOVE_PAIR_AT,
 #ifdef SL_JIT
     sl_op_ENTER_JIT,
 #endif
@@ -616,6 +630,62 @@ SL_PRESERVE_NONE int sl_op_MOVE_LOOP_IF_CELL(SL_CONTRACT_ARGS(ip, sp, fp, head, 
 SL_PRESERVE_NONE int sl_op_CELL_ADD2_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS) {
     int32_t oparg = ip->arg; (void)oparg;
     TAPE_AT(p_, ARG >> 24); TAPE_AT(q_, (int8_t)(ARG >> 8)); *p_ = (uint8_t)((uint32_t)*p_ + ((uint32_t)ARG >> 16)); *q_ = (uint8_t)((uint32_t)*q_ + (uint32_t)ARG);
+    ip += 1; DISPATCH();
+}
+#undef SL_FLUSH
+
+#define SL_FLUSH() ((void)0)
+SL_PRESERVE_NONE int sl_op_JUMP_IF_CELL_ZERO_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS) {
+    int32_t oparg = ip->arg; (void)oparg;
+    TAPE_AT(p_, ARG >> 24); if (*p_ == 0) JUMPBY(ARG & 0xFFFFFF);
+    ip += 1; DISPATCH();
+}
+#undef SL_FLUSH
+
+#define SL_FLUSH() ((void)0)
+SL_PRESERVE_NONE int sl_op_LOOP_IF_CELL_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS) {
+    int32_t oparg = ip->arg; (void)oparg;
+    TAPE_AT(p_, ARG >> 24); if (*p_ != 0) BACKEDGE(-(ARG & 0xFFFFFF));
+    ip += 1; DISPATCH();
+}
+#undef SL_FLUSH
+
+#define SL_FLUSH() ((void)0)
+SL_PRESERVE_NONE int sl_op_CELL_MULADD_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS) {
+    int32_t oparg = ip->arg; (void)oparg;
+    TAPE_AT(c_, ARG >> 24); uint32_t v_ = *c_; uint32_t m_ = v_ * (((uint32_t)ARG >> 8) & 0xFF); int64_t p_pos = (int64_t)(head - vm->tape) + (int8_t)(ARG >> 16); if ((v_ != 0) & ((uint64_t)p_pos >= (uint64_t)vm->tape_len)) FAIL_WITH(SL_ERR_TAPE_BOUNDS, (uint64_t)p_pos >= (uint64_t)vm->tape_len ? p_pos : p_pos); uint8_t *p_ = (uint64_t)p_pos < (uint64_t)vm->tape_len ? vm->tape + p_pos : c_; *p_ = (uint8_t)((uint32_t)*p_ + m_);
+    ip += 1; DISPATCH();
+}
+#undef SL_FLUSH
+
+#define SL_FLUSH() ((void)0)
+SL_PRESERVE_NONE int sl_op_CELL_MOVE_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS) {
+    int32_t oparg = ip->arg; (void)oparg;
+    TAPE_AT(c_, ARG >> 24); uint32_t v_ = *c_; uint32_t m_ = v_ * (((uint32_t)ARG >> 8) & 0xFF); int64_t p_pos = (int64_t)(head - vm->tape) + (int8_t)(ARG >> 16); if ((v_ != 0) & ((uint64_t)p_pos >= (uint64_t)vm->tape_len)) FAIL_WITH(SL_ERR_TAPE_BOUNDS, (uint64_t)p_pos >= (uint64_t)vm->tape_len ? p_pos : p_pos); uint8_t *p_ = (uint64_t)p_pos < (uint64_t)vm->tape_len ? vm->tape + p_pos : c_; *p_ = (uint8_t)((uint32_t)*p_ + m_); *c_ = 0;
+    ip += 1; DISPATCH();
+}
+#undef SL_FLUSH
+
+#define SL_FLUSH() ((void)0)
+SL_PRESERVE_NONE int sl_op_CELL_MOVE2_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS) {
+    int32_t oparg = ip->arg; (void)oparg;
+    TAPE_AT(c_, ARG >> 24); uint32_t v_ = *c_; uint32_t m_ = v_ * ((uint32_t)ARG & 0xFF); int64_t p_pos = (int64_t)(head - vm->tape) + (int8_t)(ARG >> 16); int64_t q_pos = (int64_t)(head - vm->tape) + (int8_t)(ARG >> 8); if ((v_ != 0) & ((uint64_t)p_pos >= (uint64_t)vm->tape_len | (uint64_t)q_pos >= (uint64_t)vm->tape_len)) FAIL_WITH(SL_ERR_TAPE_BOUNDS, (uint64_t)p_pos >= (uint64_t)vm->tape_len ? p_pos : q_pos); uint8_t *p_ = (uint64_t)p_pos < (uint64_t)vm->tape_len ? vm->tape + p_pos : c_; *p_ = (uint8_t)((uint32_t)*p_ + m_); uint8_t *q_ = (uint64_t)q_pos < (uint64_t)vm->tape_len ? vm->tape + q_pos : c_; *q_ = (uint8_t)((uint32_t)*q_ + m_); *c_ = 0;
+    ip += 1; DISPATCH();
+}
+#undef SL_FLUSH
+
+#define SL_FLUSH() ((void)0)
+SL_PRESERVE_NONE int sl_op_CELL_COPY_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS) {
+    int32_t oparg = ip->arg; (void)oparg;
+    TAPE_AT(a_, ARG >> 24); uint32_t v_ = *a_; int64_t t_pos = (int64_t)(head - vm->tape) + (int8_t)(ARG >> 16); if ((v_ != 0) & ((uint64_t)t_pos >= (uint64_t)vm->tape_len)) FAIL_WITH(SL_ERR_TAPE_BOUNDS, t_pos); TAPE_AT(u_, (int8_t)(ARG >> 8)); uint32_t w_ = *u_; int t_in = (uint64_t)t_pos < (uint64_t)vm->tape_len; uint8_t *t_ = t_in ? vm->tape + t_pos : a_; *t_ = (uint8_t)((uint32_t)*t_ + (t_in ? v_ : 0)); *a_ = (uint8_t)(v_ + w_); *u_ = 0;
+    ip += 1; DISPATCH();
+}
+#undef SL_FLUSH
+
+#define SL_FLUSH() ((void)0)
+SL_PRESERVE_NONE int sl_op_CELL_MOVE_PAIR_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS) {
+    int32_t oparg = ip->arg; (void)oparg;
+    { TAPE_AT(c1_, ARG >> 24); uint32_t v1_ = *c1_; int64_t t1_pos = (int64_t)(head - vm->tape) + (int8_t)(ARG >> 16); if ((v1_ != 0) & ((uint64_t)t1_pos >= (uint64_t)vm->tape_len)) FAIL_WITH(SL_ERR_TAPE_BOUNDS, t1_pos); uint8_t *t1_ = (uint64_t)t1_pos < (uint64_t)vm->tape_len ? vm->tape + t1_pos : c1_; *t1_ = (uint8_t)((uint32_t)*t1_ + v1_); *c1_ = 0; } { TAPE_AT(c2_, (int8_t)(ARG >> 8)); uint32_t v2_ = *c2_; int64_t t2_pos = (int64_t)(head - vm->tape) + (int8_t)ARG; if ((v2_ != 0) & ((uint64_t)t2_pos >= (uint64_t)vm->tape_len)) FAIL_WITH(SL_ERR_TAPE_BOUNDS, t2_pos); uint8_t *t2_ = (uint64_t)t2_pos < (uint64_t)vm->tape_len ? vm->tape + t2_pos : c2_; *t2_ = (uint8_t)((uint32_t)*t2_ + v2_); *c2_ = 0; }
     ip += 1; DISPATCH();
 }
 #undef SL_FLUSH

@@ -52,7 +52,14 @@ enum sl_opcode {
     SL_OP_MOVE_JUMP_IF_CELL_ZERO = 46,  /* MOVE by ARG >> 8, then BF '[': jump forward by the low byte if the cell is zero */
     SL_OP_MOVE_LOOP_IF_CELL = 47,  /* MOVE by ARG >> 8, then BF ']': back by the low byte while the cell is non-zero */
     SL_OP_CELL_ADD2_AT = 48,  /* two CELL_ADD_AT in one: add byte 2 of ARG at head + (int8) byte 3, then byte 0 at head + (int8) byte 1 (both cells checked first) */
-    SL_NUM_OPCODES = 49
+    SL_OP_JUMP_IF_CELL_ZERO_AT = 49,  /* BF '[' at an offset: jump forward by the low 24 bits if the cell at head + (ARG >> 24) is zero */
+    SL_OP_LOOP_IF_CELL_AT = 50,  /* BF ']' at an offset: back by the low 24 bits while the cell at head + (ARG >> 24) is non-zero */
+    SL_OP_CELL_MULADD_AT = 51,  /* a multiply loop's step at offsets: cell[head + byte 2] += cell[head + byte 3] * byte 1 (nothing, no check of the target, when that counter is 0) */
+    SL_OP_CELL_MOVE_AT = 52,  /* a move loop at offsets: CELL_MULADD_AT, then the counter cleared */
+    SL_OP_CELL_MOVE2_AT = 53,  /* a move loop to two cells at offsets: cell[head + byte 2] and cell[head + byte 1] += cell[head + byte 3] * byte 0 (both checked first), then that counter cleared */
+    SL_OP_CELL_COPY_AT = 54,  /* BF's copy through a spare cell: cell[head + byte 2] += cell[head + byte 3], which then gets what cell[head + byte 1] held added, and that cell is cleared */
+    SL_OP_CELL_MOVE_PAIR_AT = 55,  /* two move loops at offsets, each byte an offset (top first): cell[byte 2] += cell[byte 3], that cleared; then cell[byte 0] += cell[byte 1], that cleared */
+    SL_NUM_OPCODES = 56
 };
 
 enum sl_status {
@@ -65,6 +72,6 @@ enum sl_status {
     SL_ERR_BAD_OPCODE = 6,  /* invalid opcode reached the interpreter */
 };
 
-static const unsigned char sl_op_is_jump[SL_NUM_OPCODES] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 2, 3, 0};
+static const unsigned char sl_op_is_jump[SL_NUM_OPCODES] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 2, 3, 0, 4, 5, 0, 0, 0, 0, 0};
 
 #endif

@@ -148,6 +148,18 @@ def format_operand(program: Program, pc: int, ins: isa.Instr, arg: int) -> str:
     if kind in isa.PACKED_MOVE_JUMP:
         disp = isa.jump_disp(ins, arg)
         return f"move {arg >> 8:+d}, {disp:+d} (to {pc + disp})"
+    if kind in isa.PACKED_AT_JUMP:
+        disp = isa.jump_disp(ins, arg)
+        return f"cell {arg >> 24:+d}, {disp:+d} (to {pc + disp})"
+    if ins.name == "CELL_MOVE_PAIR_AT":
+        c1, t1, c2, t2 = isa.unpack_move_pair(arg)
+        return f"cell {c1:+d} to {t1:+d}, then {c2:+d} to {t2:+d}"
+    if ins.name == "CELL_COPY_AT":
+        a, t, u, _ = isa.unpack_move_at("CELL_MOVE2_AT", arg)
+        return f"cell {a:+d} to {t:+d} through {u:+d}"
+    if ins.name in isa.PACKED_MOVE_AT:
+        c, t, t2, f = isa.unpack_move_at(ins.name, arg)
+        return f"cell {c:+d} times {f} to {t:+d}" + ("" if t2 is None else f" and {t2:+d}")
     if kind is Operand.CONST:
         if 0 <= arg < len(program.consts):
             return f"{arg} ({program.consts[arg]})"

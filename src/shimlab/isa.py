@@ -56,6 +56,52 @@ def unpack_add2(arg: int) -> tuple[int, int, int, int]:
     return arg >> 24, (arg >> 16) & 0xFF, off_b - 256 if off_b > 127 else off_b, arg & 0xFF
 
 
+AT_JUMP_MAX = 0xFFFFFF            # a test at an offset jumps by the low 24 bits
+AT_OFFSET_MAX = 127               # and its cell offset is the signed top byte
+
+
+def pack_at_jump(offset: int, disp: int) -> int:
+    """The operand of JUMP_IF_CELL_ZERO_AT (disp > 0) and LOOP_IF_CELL_AT
+    (disp <= 0): the cell's offset from the head in the top byte (signed),
+    the jump's distance in the low 24 bits."""
+    if not -AT_OFFSET_MAX - 1 <= offset <= AT_OFFSET_MAX:
+        raise ValueError(f"cell offset {offset} does not fit 8 bits")
+    if not abs(disp) <= AT_JUMP_MAX:
+        raise ValueError(f"jump {disp} does not fit 24 bits")
+    return _signed32(((offset & 0xFF) << 24) | abs(disp))
+
+
+def pack_move_at(counter: int, target: int, factor: int, target2: int | None = None) -> int:
+    """The operand of CELL_MULADD_AT and CELL_MOVE_AT (counter, target and
+    factor a byte each, top first) and of CELL_MOVE2_AT (counter, target,
+    target2, factor)."""
+    offs = (counter, target) + (() if target2 is None else (target2,))
+    for off in offs:
+        if not -AT_OFFSET_MAX - 1 <= off <= AT_OFFSET_MAX:
+            raise ValueError(f"cell offset {off} does not fit 8 bits")
+    x = ((counter & 0xFF) << 24) | ((target & 0xFF) << 16)
+    x |= (factor & 0xFF) << 8 if target2 is None else ((target2 & 0xFF) << 8) | (factor & 0xFF)
+    return _signed32(x)
+
+
+def unpack_move_at(name: str, arg: int) -> tuple[int, int, int | None, int]:
+    """(counter, target, target2 or None, factor) of a CELL_MULADD_AT,
+    CELL_MOVE_AT or CELL_MOVE2_AT operand."""
+    c, t = arg >> 24, _sbyte(arg >> 16)
+    if name == "CELL_MOVE2_AT":
+        return c, t, _sbyte(arg >> 8), arg & 0xFF
+    return c, t, None, (arg >> 8) & 0xFF
+
+
+def _sbyte(x: int) -> int:
+    x &= 0xFF
+    return x - 256 if x > 127 else x
+
+
+def _signed32(x: int) -> int:
+    return x - (1 << 32) if x >> 31 else x
+
+
 def wrap64(x: int) -> int:
     """Two's-complement wrap: VM integers are int64 and overflow wraps."""
     x &= (1 << 64) - 1
@@ -75,6 +121,11 @@ class Operand(enum.Enum):
     # byte (> 0), BACKWARD_MOVE by minus the low byte (<= 0)
     FORWARD_MOVE = "forward_move"
     BACKWARD_MOVE = "backward_move"
+    # BF's test at an offset (--bf-opt 1): a signed 8-bit cell offset above a
+    # 24-bit jump distance (pack_at_jump); FORWARD_AT jumps forward by it,
+    # BACKWARD_AT back
+    FORWARD_AT = "forward_at"
+    BACKWARD_AT = "backward_at"
 
 
 class Flow(enum.Enum):
@@ -317,8 +368,149 @@ _def("CELL_ADD2_AT", Operand.IMM, 0, 0, Flow.NEXT,
      "at head + (int8) byte 1 (both cells checked first)",
      _add2)
 
+# Tests and multiply loops at offsets from the head, made by the BF front
+# end at --bf-opt 1 so that the head moves only where a loop's body moves it
+# (frontend/bf.py): a test at head + off (the low 24 bits the jump), and a
+# multiply loop's step with its counter at an offset too.  CELL_MULADD_AT
+# leaves the counter, CELL_MOVE_AT and CELL_MOVE2_AT (one or two targets of
+# one factor) clear it.  Like CELL_MULADD, the targets are touched (and
+# checked) only when the counter is not 0; the counter is always checked.
+_def("JUMP_IF_CELL_ZERO_AT", Operand.FORWARD_AT, 0, 0, Flow.BRANCH,
+     "TAPE_AT(p_, ARG >> 24); if (*p_ == 0) JUMPBY(ARG & 0xFFFFFF);",
+     "BF '[' at an offset: jump forward by the low 24 bits if the cell at head + "
+     "(ARG >> 24) is zero",
+     lambda s, arg: s.pc + (arg & 0xFFFFFF) if s.cell_at(arg >> 24) == 0 else None)
+_def("LOOP_IF_CELL_AT", Operand.BACKWARD_AT, 0, 0, Flow.BACKEDGE_BRANCH,
+     "TAPE_AT(p_, ARG >> 24); if (*p_ != 0) BACKEDGE(-(ARG & 0xFFFFFF));",
+     "BF ']' at an offset: back by the low 24 bits while the cell at head + (ARG >> 24) "
+     "is non-zero",
+     lambda s, arg: s.pc - (arg & 0xFFFFFF) if s.cell_at(arg >> 24) != 0 else None)
+
+
+def _move_at(clear: bool, two: bool):
+    def run(s, arg):
+        c, t, t2, f = unpack_move_at("CELL_MOVE2_AT" if two else "", arg)
+        v = s.cell_at(c)
+        if v:
+            s.cell_add_at(t, 0)              # every target checked before any add
+            if two:
+                s.cell_add_at(t2, 0)
+            s.cell_add_at(t, v * f)
+            if two:
+                s.cell_add_at(t2, v * f)
+            if clear:
+                s.cell_set_at(c, 0)
+    return run
+
+
+# Without a branch on the counter (its bits are data: a jump on them is
+# mispredicted half of the time in programs on binary records): the targets
+# get counter * factor, 0 when it is 0, and a target off the tape is an
+# error only when the counter is not 0 (else the write goes to the counter
+# itself, adding 0).
+_OFF = "int64_t {p}pos = (int64_t)(head - vm->tape) + (int8_t)(ARG >> {shift}); "
+_MULADD_AT = ("TAPE_AT(c_, ARG >> 24); uint32_t v_ = *c_; uint32_t m_ = v_ * {factor}; "
+              + _OFF.format(p="p_", shift=16) + "{two_off}"
+              "if ((v_ != 0) & ((uint64_t)p_pos >= (uint64_t)vm->tape_len{two_oob})) "
+              "FAIL_WITH(SL_ERR_TAPE_BOUNDS, (uint64_t)p_pos >= (uint64_t)vm->tape_len "
+              "? p_pos : {q_pos}); "
+              "uint8_t *p_ = (uint64_t)p_pos < (uint64_t)vm->tape_len ? vm->tape + p_pos : c_; "
+              "*p_ = (uint8_t)((uint32_t)*p_ + m_); {two_add}{clear}")
+_ONE = dict(two_off="", two_oob="", q_pos="p_pos", two_add="")
+_TWO = dict(two_off=_OFF.format(p="q_", shift=8),
+            two_oob=" | (uint64_t)q_pos >= (uint64_t)vm->tape_len", q_pos="q_pos",
+            two_add="uint8_t *q_ = (uint64_t)q_pos < (uint64_t)vm->tape_len ? vm->tape + q_pos "
+                    ": c_; *q_ = (uint8_t)((uint32_t)*q_ + m_); ")
+_def("CELL_MULADD_AT", Operand.IMM, 0, 0, Flow.NEXT,
+     _MULADD_AT.format(factor="(((uint32_t)ARG >> 8) & 0xFF)", clear="", **_ONE),
+     "a multiply loop's step at offsets: cell[head + byte 2] += cell[head + byte 3] * "
+     "byte 1 (nothing, no check of the target, when that counter is 0)",
+     _move_at(False, False))
+_def("CELL_MOVE_AT", Operand.IMM, 0, 0, Flow.NEXT,
+     _MULADD_AT.format(factor="(((uint32_t)ARG >> 8) & 0xFF)", clear="*c_ = 0;", **_ONE),
+     "a move loop at offsets: CELL_MULADD_AT, then the counter cleared",
+     _move_at(True, False))
+_def("CELL_MOVE2_AT", Operand.IMM, 0, 0, Flow.NEXT,
+     _MULADD_AT.format(factor="((uint32_t)ARG & 0xFF)", clear="*c_ = 0;", **_TWO),
+     "a move loop to two cells at offsets: cell[head + byte 2] and cell[head + byte 1] += "
+     "cell[head + byte 3] * byte 0 (both checked first), then that counter cleared",
+     _move_at(True, True))
+
+
+
+def _copy_at(s, arg):
+    a, t, u, _ = unpack_move_at("CELL_MOVE2_AT", arg)
+    v = s.cell_at(a)
+    if v:
+        s.cell_add_at(t, 0)
+    w = s.cell_at(u)
+    if v:
+        s.cell_add_at(t, v)
+    s.cell_set_at(a, v + w)
+    s.cell_set_at(u, 0)
+
+
+# BF's copy through a spare cell ([->+>+<<]>>[-<<+>>]: a move loop to two
+# cells, then one back), made by the front end's last pass from the two:
+# t += a, a += u, u = 0 (exact whatever u held: u gets a, a gets u).  Cells
+# checked in the order the two loops check them: a, t (only when a is not
+# 0), then u.
+_def("CELL_COPY_AT", Operand.IMM, 0, 0, Flow.NEXT,
+     "TAPE_AT(a_, ARG >> 24); uint32_t v_ = *a_; "
+     + _OFF.format(p="t_", shift=16) +
+     "if ((v_ != 0) & ((uint64_t)t_pos >= (uint64_t)vm->tape_len)) "
+     "FAIL_WITH(SL_ERR_TAPE_BOUNDS, t_pos); "
+     "TAPE_AT(u_, (int8_t)(ARG >> 8)); "
+     "uint32_t w_ = *u_; int t_in = (uint64_t)t_pos < (uint64_t)vm->tape_len; "
+     "uint8_t *t_ = t_in ? vm->tape + t_pos : a_; "
+     "*t_ = (uint8_t)((uint32_t)*t_ + (t_in ? v_ : 0)); "
+     "*a_ = (uint8_t)(v_ + w_); *u_ = 0;",
+     "BF's copy through a spare cell: cell[head + byte 2] += cell[head + byte 3], which "
+     "then gets what cell[head + byte 1] held added, and that cell is cleared",
+     _copy_at)
+
+
+
+def unpack_move_pair(arg: int) -> tuple[int, int, int, int]:
+    """(counter 1, target 1, counter 2, target 2) of a CELL_MOVE_PAIR_AT operand."""
+    return arg >> 24, _sbyte(arg >> 16), _sbyte(arg >> 8), _sbyte(arg)
+
+
+def pack_move_pair(c1: int, t1: int, c2: int, t2: int) -> int:
+    for off in (c1, t1, c2, t2):
+        if not -AT_OFFSET_MAX - 1 <= off <= AT_OFFSET_MAX:
+            raise ValueError(f"cell offset {off} does not fit 8 bits")
+    return _signed32(((c1 & 0xFF) << 24) | ((t1 & 0xFF) << 16) | ((c2 & 0xFF) << 8) | (t2 & 0xFF))
+
+
+def _move_pair(s, arg):
+    c1, t1, c2, t2 = unpack_move_pair(arg)
+    for c, t in ((c1, t1), (c2, t2)):
+        v = s.cell_at(c)
+        if v:
+            s.cell_add_at(t, v)
+            s.cell_set_at(c, 0)
+
+
+# Two move loops of factor 1 in a row ([->+<] twice), made by the front end's
+# last pass: each as CELL_MOVE_AT, the first before the second.
+_MOVE_ONE = ("{{ TAPE_AT(c{n}_, {c}); uint32_t v{n}_ = *c{n}_; " + _OFF.format(p="t{n}_", shift=0)
+             .replace("(int8_t)(ARG >> 0)", "{t}") +
+             "if ((v{n}_ != 0) & ((uint64_t)t{n}_pos >= (uint64_t)vm->tape_len)) "
+             "FAIL_WITH(SL_ERR_TAPE_BOUNDS, t{n}_pos); "
+             "uint8_t *t{n}_ = (uint64_t)t{n}_pos < (uint64_t)vm->tape_len ? vm->tape + t{n}_pos "
+             ": c{n}_; *t{n}_ = (uint8_t)((uint32_t)*t{n}_ + v{n}_); *c{n}_ = 0; }} ")
+_def("CELL_MOVE_PAIR_AT", Operand.IMM, 0, 0, Flow.NEXT,
+     _MOVE_ONE.format(n=1, c="ARG >> 24", t="(int8_t)(ARG >> 16)")
+     + _MOVE_ONE.format(n=2, c="(int8_t)(ARG >> 8)", t="(int8_t)ARG"),
+     "two move loops at offsets, each byte an offset (top first): cell[byte 2] += "
+     "cell[byte 3], that cleared; then cell[byte 0] += cell[byte 1], that cleared",
+     _move_pair)
+
 PACKED_CELL = frozenset({"CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD"})
+PACKED_MOVE_AT = frozenset({"CELL_MULADD_AT", "CELL_MOVE_AT", "CELL_MOVE2_AT"})
 PACKED_MOVE_JUMP = frozenset({Operand.FORWARD_MOVE, Operand.BACKWARD_MOVE})
+PACKED_AT_JUMP = frozenset({Operand.FORWARD_AT, Operand.BACKWARD_AT})
 
 BY_NAME: dict[str, Instr] = {ins.name: ins for ins in INSTRUCTIONS}
 OPCODE: dict[str, int] = {ins.name: i for i, ins in enumerate(INSTRUCTIONS)}
@@ -331,7 +523,7 @@ def opcode(name: str) -> int:
 
 def is_jump(ins: Instr) -> bool:
     return ins.operand in (Operand.FORWARD, Operand.BACKWARD, Operand.FORWARD_MOVE,
-                           Operand.BACKWARD_MOVE)
+                           Operand.BACKWARD_MOVE, Operand.FORWARD_AT, Operand.BACKWARD_AT)
 
 
 def jump_disp(ins: Instr, arg: int) -> int:
@@ -340,6 +532,10 @@ def jump_disp(ins: Instr, arg: int) -> int:
         return arg & 0xFF
     if ins.operand is Operand.BACKWARD_MOVE:
         return -(arg & 0xFF)
+    if ins.operand is Operand.FORWARD_AT:
+        return arg & 0xFFFFFF
+    if ins.operand is Operand.BACKWARD_AT:
+        return -(arg & 0xFFFFFF)
     return arg
 
 

@@ -16,6 +16,7 @@ CSRC = ROOT / "csrc"
 GENERATED = CSRC / "generated"
 JITSTUBS = ROOT / "jitstubs"
 EXAMPLES = ROOT / "examples"
+CORPUS = ROOT / "corpus"
 EXPERIMENTS = ROOT / "experiments"
 # Benchmark results go where the user runs the command, not into the
 # checkout (which may be read-only, or shared): a relative path, resolved

@@ -136,6 +136,9 @@ class State:
         pos = self._at(off)
         self.tape[pos] = (self.tape[pos] + n) & 0xFF
 
+    def cell_at(self, off: int) -> int:
+        return self.tape[self._at(off)]
+
     def cell_set_at(self, off: int, v: int) -> None:
         self.tape[self._at(off)] = v & 0xFF
 

@@ -37,8 +37,9 @@ HOLE_WIDTH = {
     "heat": 8,         # absolute address of a side exit's countdown to recording a trace
     "rec_table": 8,    # absolute address of the recorder's dispatch table
     "link": 4,         # rel32 to another trace's entry (a linked exit)
+    "shared": 4,       # rel32 to exit code the trace's exit slots share (its hot exits' path)
 }
-REL32 = ("deopt", "branch", "loop", "handler", "continue", "link")
+REL32 = ("deopt", "branch", "loop", "handler", "continue", "link", "shared")
 
 # Placeholders: a fixed prefix no real operand of a small stencil takes, then
 # a distinct low byte per kind.  imm32 placeholders are positive and above

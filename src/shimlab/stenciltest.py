@@ -49,6 +49,18 @@ def _arg_for(name: str, rng: random.Random) -> int:
     if name == "CELL_ADD2_AT":
         return isa.pack_add2(rng.choice([-3, 0, 1, 40, -128]), rng.randrange(256),
                              rng.choice([-1, 0, 2, 127, -40]), rng.randrange(256))
+    if name in isa.PACKED_MOVE_AT:
+        offs = [-3, -1, 0, 1, 2, 40, -40, 127, -128]
+        return isa.pack_move_at(rng.choice(offs), rng.choice(offs), rng.choice([0, 1, 3, 255]),
+                                rng.choice(offs) if name == "CELL_MOVE2_AT" else None)
+    if name == "CELL_MOVE_PAIR_AT":
+        offs = [-3, -1, 0, 1, 2, 40, -40, 127, -128]
+        c1, t1 = rng.sample(offs, 2)
+        c2, t2 = rng.sample(offs, 2)
+        return isa.pack_move_pair(c1, t1, c2, t2)
+    if name == "CELL_COPY_AT":
+        a, t, u = rng.sample([-3, -1, 0, 1, 2, 40, -40, 127, -128], 3)
+        return isa.pack_move_at(a, t, 0, u)
     if name in ("PRINT_BYTE", "CELL_ADD"):
         return rng.choice([0, 1, 65, 255, -7, 300])
     return rng.choice([0, 1, -1, 7, -100000, 1 << 30])
@@ -73,6 +85,13 @@ def case_for(stencil: str, rng: random.Random) -> Case:
             ops = [TraceOp(0, OP["CELL_ADD"], -1, "CELL_ADD"),
                    TraceOp(1, OP[name], arg, stencil, 2, loop_pc)]
             end = 2
+        elif name == "LOOP_IF_CELL_AT":      # the cell at an offset counted down
+            off = rng.choice([-3, -1, 0, 2])      # run_stencil keeps head + off on the tape
+            arg, dec = isa.pack_at_jump(off, -1), isa.pack_cell(off, 255)
+            code = [(OP["CELL_ADD_AT"], dec), (OP[name], arg), halt]
+            ops = [TraceOp(0, OP["CELL_ADD_AT"], dec, "CELL_ADD_AT"),
+                   TraceOp(1, OP[name], arg, stencil, 2, loop_pc)]
+            end = 2
         else:                          # while cell: cell -= 1
             code = [(OP["JUMP_IF_CELL_ZERO"], 3), (OP["CELL_ADD"], -1), (OP["LOOP"], -2), halt]
             ops = [TraceOp(0, OP["JUMP_IF_CELL_ZERO"], 3, "JUMP_IF_CELL_ZERO:fallthrough", 3),
@@ -91,6 +110,18 @@ def case_for(stencil: str, rng: random.Random) -> Case:
         if variant == "taken":
             return Case(code, [TraceOp(2, OP[name], arg, stencil, 3)], False, 0)
         return Case(code, [TraceOp(2, OP[name], arg, stencil, 0)], False, 3)
+    if name == "LOOP_IF_CELL_AT":      # as LOOP_IF_CELL, at an offset
+        arg = isa.pack_at_jump(rng.choice([-3, -1, 0, 1, 2, 40, -40]), -2)
+        code = [halt, halt, (OP[name], arg), halt]
+        if variant == "taken":
+            return Case(code, [TraceOp(2, OP[name], arg, stencil, 3)], False, 0)
+        return Case(code, [TraceOp(2, OP[name], arg, stencil, 0)], False, 3)
+    if name == "JUMP_IF_CELL_ZERO_AT":
+        disp = rng.choice([2, 3])
+        arg = isa.pack_at_jump(rng.choice([-3, -1, 0, 1, 2, 40, -40]), disp)
+        code = [(OP[name], arg)] + [halt] * 4
+        return Case(code, [TraceOp(0, OP[name], arg, stencil, 1 if variant == "taken" else disp)],
+                    False, disp if variant == "taken" else 1)
     if name == "MOVE_JUMP_IF_CELL_ZERO":
         disp = rng.choice([2, 3])
         arg = isa.pack_move_jump(rng.choice([-3, -1, 1, 2, 40, -40]), disp)
@@ -144,7 +175,8 @@ def run_stencil(name: str, trials: int = 40, seed: int = 0, cc: str | None = Non
     st = stencil_store.load(state, source, b.compiler.name)
     # a missing or broken prototype: one line naming its file, line and stencil
     stencil_store.lookup(name, state, source, b.compiler.name)
-    if name.startswith(("exit:", "entry:", "count", "uncount", "tally", "opt:")):
+    if name.startswith(("exit:", "entry:", "count", "uncount", "tally", "opt:")) \
+            or name == "JUMP:to":
         # exercised by every other stencil's trace (exit), count builds, and the
         # optimizer's traces (opt:, whose operands the optimizer proves in bounds)
         return []
@@ -156,7 +188,10 @@ def run_stencil(name: str, trials: int = 40, seed: int = 0, cc: str | None = Non
         case = case_for(name, rng)
         stack, tape, head, inp = _random_state(rng)
         if any(t.loop_pc is not None or t.stencil.endswith(":close") for t in case.ops):
-            tape[head] = rng.randrange(0, 6)
+            off = 0
+            if case.ops[-1].name == "LOOP_IF_CELL_AT":    # its cell on the tape too
+                head, off = rng.randrange(3, TAPE - 3), case.ops[-1].arg >> 24
+            tape[head + off] = rng.randrange(0, 6)
         prog = Program("stencil", case.code, consts,
                        [Function("main", 0, 0, NLOCALS, [], NSTACK + 4)], verified=True)
         with vm_mod.Loaded(b, prog, inp, tape_len=TAPE, stack_size=64) as loaded:

@@ -11,6 +11,7 @@ default (what clang 19 and 22 do), used when no compiler is named.
 """
 from __future__ import annotations
 
+import hashlib
 from functools import lru_cache
 from pathlib import Path
 
@@ -92,6 +93,9 @@ PROBE = ("".join(f"long sl_probe_arg{i};\n" for i in range(NARGS))
          + ", ".join(f"long a{i}" for i in range(NARGS)) + ") {\n"
          + "".join(f"    sl_probe_arg{i} = a{i};\n" for i in range(NARGS)) + "}\n")
 
+_PROBE_KEY = hashlib.sha256(PROBE.encode()).hexdigest()[:16]   # a new probe, a new key
+
+
 def parse(insns, relocs: dict[int, str]) -> tuple[str, ...]:
     """The probe's instructions and relocations -> the argument registers in order."""
     found: dict[int, str] = {}
@@ -111,6 +115,42 @@ def parse(insns, relocs: dict[int, str]) -> tuple[str, ...]:
 
 @lru_cache(maxsize=None)
 def _derive_path(path: str) -> tuple[str, ...]:
+    """The order for the compiler binary at `path`: from the disk cache
+    (build/contract.json, keyed by the binary's real path, size and mtime and
+    by the probe's text) or probed, and then cached.  Probing takes a
+    compile and the ELF and capstone imports, about 0.1 s of every JIT
+    process's start-up before the cache (issue 24)."""
+    import json
+    import os
+    from ..atomicfile import write_atomic
+    from ..paths import cache_root
+    real = os.path.realpath(path)
+    cache = cache_root() / "contract.json"
+    try:
+        st = os.stat(real)
+        key = f"{st.st_mtime_ns}:{st.st_size}:{_PROBE_KEY}"
+    except OSError:
+        key = None
+    try:
+        entries = json.loads(cache.read_text())
+        entries = entries if isinstance(entries, dict) else {}
+    except (OSError, ValueError):
+        entries = {}
+    hit = entries.get(real)
+    if key and isinstance(hit, dict) and hit.get("key") == key and \
+            isinstance(hit.get("order"), list) and len(hit["order"]) == NARGS:
+        return tuple(hit["order"])
+    order = _probe_order(path)
+    if key:
+        entries[real] = {"key": key, "order": list(order)}
+        try:
+            write_atomic(cache, json.dumps(entries, indent=1, sort_keys=True))
+        except OSError:
+            pass            # a read-only tree just probes again next time
+    return order
+
+
+def _probe_order(path: str) -> tuple[str, ...]:
     # imported here: probing is rare (cached per compiler), and a run never needs it
     import subprocess
     import tempfile

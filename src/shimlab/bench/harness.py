@@ -25,6 +25,9 @@ from . import results as results_mod
 from .results import ResultFile, RunSamples
 
 
+CPYTHON = "cpython"     # not a shimlab mode: the venv's Python running a minipy program
+
+
 @dataclass(frozen=True)
 class Config:
     suite: str
@@ -44,6 +47,12 @@ class Config:
     # this one on the same build (bench/roundtrip.py's null crossing); its
     # samples are recorded under partner_config().key
     partner: str | None = None
+    # whole process: each sample is one `shimlab run` (or, mode "cpython",
+    # one `python FILE`) timed from the outside, start-up and compiles included
+    whole: bool = False
+    # another checkout's root (its .venv's Python runs its shimlab): the same
+    # configuration before a change, measured in the same rounds
+    checkout: str = ""
 
     @property
     def workload_name(self) -> str:
@@ -58,6 +67,10 @@ class Config:
             key += f"/o{self.jit_opt}"
         if self.bf_opt:
             key += f"/bf{self.bf_opt}"
+        if self.whole:
+            key += "/whole"
+        if self.checkout:
+            key += "/before"
         return f"{key}/{self.tag}" if self.tag else key
 
     def partner_config(self) -> "Config | None":
@@ -73,9 +86,12 @@ class Config:
         return {"mode": self.mode, "cc": self.cc, "flags": list(self.flags),
                 "program": self.workload, "input": self.input, "warmup": warmup,
                 "samples": samples, "cpu": cpu, "profile": self.profile, "cache": self.cache,
-                "jit_opt": self.jit_opt, "bf_opt": self.bf_opt, "partner": self.partner}
+                "jit_opt": self.jit_opt, "bf_opt": self.bf_opt, "partner": self.partner,
+                "whole": self.whole, "checkout": self.checkout}
 
     def build(self, code_layout: int = 0):
+        if self.mode == CPYTHON:
+            return None
         return build_mod.build(self.mode, self.cc, self.flags, profile=self.profile,
                                code_layout=code_layout, cache=self.cache)
 
@@ -85,7 +101,7 @@ class Config:
         d["workload"] = self.workload_name
         d.pop("input")
         d.pop("partner")        # (the partner is a configuration of its own in the file)
-        for name in ("profile", "tag", "cache", "jit_opt", "bf_opt"):   # only when set: older files stay resumable
+        for name in ("profile", "tag", "cache", "jit_opt", "bf_opt", "whole", "checkout"):   # only when set: older files stay resumable
             if not d[name]:
                 d.pop(name)
         return d
@@ -167,8 +183,10 @@ def default_cpu() -> int:
 def run_worker(job: dict, timeout: float) -> dict:
     """One fresh worker process; a crash or an error becomes RunError."""
     what = f"the {job['mode']} interpreter ({job['cc']}) running {Path(job['program']).name}"
+    # a whole-process job starts the other checkout's `shimlab run` itself
+    checkout = job.get("checkout") if not job.get("whole") else None
     try:
-        proc = childpy.run_module("shimlab.bench.worker", job, timeout)
+        proc = childpy.run_module("shimlab.bench.worker", job, timeout, checkout=checkout)
     except subprocess.TimeoutExpired:   # subprocess.run has killed the worker
         raise RunError(f"{what} did not finish within the {timeout:g} s per-worker timeout; "
                        f"stopped it") from None
@@ -307,6 +325,8 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
                         continue
                     run = RunSamples(cycles=got["cycles"], ns=got["ns"],
                                      warmup_ns=got.get("warmup_ns", []),
+                                     cpu_ns=got.get("cpu_ns", []),
+                                     jit=out.get("jit") if side is c else None,
                                      vm_instructions=vm_counts[side.workload, side.bf_opt,
                                                                side.input],
                                      crossings=out.get("crossings") if side is c else None,

@@ -173,6 +173,8 @@ def _stencil_table(records: list[dict]) -> None:
 
 def main(args) -> int:
     cc = toolchain.get_compiler(args.cc, need=set(mode_registry.get("jit-direct").features)).name
+    if getattr(args, "corpus", False):
+        return corpus_main(args, cc)
     workloads = args.workload or [str(EXAMPLES / w)
                                   for w in WORKLOADS["quick" if args.quick else "full"]]
     caches = sorted(set(getattr(args, "cache", None) or [0]))
@@ -227,4 +229,36 @@ def main(args) -> int:
     for note in notes:
         print(f"({note})")
     print(f"\nresults: {path}")
+    return 1 if outcome.failures else 0
+
+
+def corpus_main(args, cc: str) -> int:
+    """--corpus: every program of corpus/corpus.toml (or of it, those
+    --workload names), tailcall and the JIT (default: jit-direct at the
+    default levels), steady state and whole process; the distributions."""
+    from ..jit import defaults
+    from . import corpus_report
+    entries = corpus_report.entries_for(args.workload)
+    modes_ = list(dict.fromkeys(["tailcall"] + (getattr(args, "mode", None) or ["jit-direct"])))
+    jit_opts = sorted(set(getattr(args, "jit_opt", None) or [defaults.DEFAULT_LEVEL]))
+    bf_opts = sorted(set(getattr(args, "bf_opt", None) or bf.LEVELS))
+    before = getattr(args, "before", None)
+    if before and not (Path(before) / ".venv" / "bin" / "python").exists():
+        raise ShimlabError(f"--before {before}: no .venv/bin/python there (make setup in it)")
+    configs = corpus_report.configs(entries, cc, modes_, jit_opts, bf_opts,
+                                    whole=not getattr(args, "no_whole", False),
+                                    before=str(Path(before).resolve()) if before else None)
+    opts = harness.Options(processes=args.processes or 3, warmup=1, samples=args.samples or 3,
+                           cpu=args.cpu,
+                           tape_len=getattr(args, "tape_size", None) or harness.Options.tape_len)
+    results = harness.open_results(args, "programs", configs)
+    outcome = harness.measure_and_tell(configs, results, opts)
+    if outcome.interrupted:
+        return 130
+    print("\n".join(corpus_report.report(results, configs, entries)))
+    print(f"({cc}; steady: one warm-up run, then {opts.samples} timed runs in each of "
+          f"{opts.processes} worker processes, a loop that gets hot later restarts the samples; "
+          "whole: the same numbers of `shimlab run` processes, as a user's Python starts them, "
+          "bytecode cached)")
+    print(f"\nresults: {results.path}")
     return 1 if outcome.failures else 0

@@ -72,6 +72,8 @@ K_CODE_LAYOUT = "shimlab_code_layout"
 K_CODE_AT = "shimlab_code_at"
 K_EVENTS = "shimlab_events"      # hardware events per run: "cycles=...,branch-misses=..."
 K_TSC_HZ = "shimlab_tsc_hz"
+K_CPU_NS = "shimlab_cpu_ns"
+K_JIT = "shimlab_jit."            # + traces, code_bytes, trace_ops, compile_ns
 K_VERSION = "shimlab_version"
 K_GIT = "shimlab_git_commit"
 K_SUITE = "shimlab_suite"
@@ -80,8 +82,9 @@ K_PLAN = "shimlab_plan"
 # the largest results file read (a full dispatch run is a few MB)
 MAX_BYTES = 256 << 20
 
+JIT_FIELDS = ("traces", "code_bytes", "trace_ops", "compile_ns")
 _RUN_KEYS = (K_CYCLES, K_CPU_NS, K_INSTRUCTIONS, K_VM_INSTRUCTIONS, K_PID, K_CPU, K_LAYOUT,
-             K_CODE_LAYOUT, K_CODE_AT, K_CROSSINGS, K_EVENTS)
+             K_CODE_LAYOUT, K_CODE_AT, K_CROSSINGS, K_EVENTS) + tuple(K_JIT + f for f in JIT_FIELDS)
 _PYPERF_RUN_KEYS = ("name", "unit", "loops", "inner_loops", "duration")
 _JSON_TAG = "json:"
 
@@ -102,8 +105,11 @@ class RunSamples:
     crossings: int | None = None         # JIT modes: interpreter <-> trace crossings per run
     events: dict | None = None           # hardware events per run (name -> mean count)
     # the process's CPU time per run (ns; [] if not measured): leaves out the
-    # time another process had the CPU (shimlab lua records it)
+    # time another process had the CPU (shimlab lua and whole-process runs record it)
     cpu_ns: list[int] = field(default_factory=list)
+    # JIT modes: what one run compiled (--stats): traces, code bytes, the VM
+    # instructions in them, record + optimize + compile time (thread CPU ns)
+    jit: dict | None = None
 
 
 @dataclass
@@ -204,6 +210,8 @@ def _encode_run(run: RunSamples, common: dict) -> pyperf.Run:
         raise ValueError(f"{len(cpu_ns)} cpu_ns samples but {len(ns)} ns samples")
     if cpu_ns:
         metadata[K_CPU_NS] = ",".join(map(str, cpu_ns))
+    for name in JIT_FIELDS if run.jit else ():
+        metadata[K_JIT + name] = _as_int(run.jit[name], K_JIT + name, 0)
     for key, value in ((K_INSTRUCTIONS, run.instructions),
                        (K_VM_INSTRUCTIONS, run.vm_instructions),
                        (K_PID, run.worker_pid), (K_CPU, run.cpu),
@@ -252,6 +260,8 @@ def _decode_run(run: pyperf.Run) -> RunSamples:
         crossings=_int_field(md, K_CROSSINGS),
         events=_events_field(md),
         cpu_ns=_count_list(md, K_CPU_NS, len(ns)),
+        jit=({f: _int_field(md, K_JIT + f) for f in JIT_FIELDS}
+             if md.get(K_JIT + JIT_FIELDS[0]) is not None else None),
     )
 
 

@@ -17,7 +17,7 @@ from ..abi.vmh import ffi
 from ..frontend import load_program
 from ..interp import build, loader
 from ..jit.memory import CodeMemory
-from . import counters, expected, floors, synthetic
+from . import counters, expected, floors, synthetic, whole
 from .counters import count_run_instructions
 
 
@@ -39,6 +39,10 @@ def code_placement(lib) -> int:
 def run_job(job: dict) -> dict:
     if job.get("cpu") is not None:
         os.sched_setaffinity(0, {int(job["cpu"])})
+    if job.get("whole"):
+        return whole.run_job(job)
+    if job["mode"] == whole.CPYTHON:
+        return whole.cpython_in_process(job)
     b = build.build(job["mode"], job["cc"], tuple(job.get("flags") or build.DEFAULT_FLAGS),
                     profile=job.get("profile"), code_layout=int(job.get("code_layout") or 0),
                     cache=int(job.get("cache") or 0))
@@ -76,7 +80,7 @@ def run_job(job: dict) -> dict:
         if job.get("perf_instructions"):
             out["instructions"] = count_run_instructions(loaded)
     if jit is not None and not jit.get("stretches"):
-        out["crossings"] = count_crossings(b, program, data, jit, tape_len)
+        out["crossings"], out["jit"] = count_crossings(b, program, data, jit, tape_len)
     return out
 
 
@@ -158,14 +162,20 @@ def _run_pair(job: dict, b) -> dict:
 COUNTED_RUNS = 5      # runs per side counted with hardware events, after the timed ones
 
 
-def count_crossings(b, program, data: bytes, jit: dict, tape_len: int) -> int:
+def count_crossings(b, program, data: bytes, jit: dict, tape_len: int) -> tuple[int, dict]:
     """Crossings between the interpreter and JIT code in one run, from a
     --stats run of its own (untimed): entries from the interpreter and exits
-    to it (a linked exit jumps into a trace and crosses nothing)."""
+    to it (a linked exit jumps into a trace and crosses nothing); and what
+    that run compiled (results.JIT_FIELDS)."""
     with vm.Loaded(b, program, data, jit={**jit, "stats": True}, tape_len=tape_len) as loaded:
         loaded.run()
+        traces = loaded.jit.stats.traces
         # a tallied exit crossed: once linked, an exit jumps before its tally
-        return sum(t.entries() + sum(t.exit_counts()) for t in loaded.jit.stats.traces)
+        crossings = sum(t.entries() + sum(t.exit_counts()) for t in traces)
+        return crossings, {"traces": len(traces), "code_bytes": sum(t.size for t in traces),
+                           "trace_ops": sum(t.ops for t in traces),
+                           "compile_ns": sum(t.record_ns + t.optimize_ns + t.compile_ns
+                                             for t in traces)}
 
 
 def _run_floor(job: dict, b) -> dict:

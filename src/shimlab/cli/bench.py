@@ -116,6 +116,19 @@ def add_parser(sub, help_text: str) -> None:
                    help="two small workloads, 3 processes of 10 runs (default: all, 5 of 5)")
     g.add_argument("--workload", action="append",
                    help="program file(s) instead of the default BF and minipy set")
+    g.add_argument("--corpus", action="store_true",
+                   help="the corpus (corpus/corpus.toml; --workload NAME picks programs of "
+                        "it): tailcall at each --bf-opt against the JIT at its default levels "
+                        "(or each --jit-opt), steady state and whole process, minipy also "
+                        "against CPython; per program and the distribution per configuration")
+    g.add_argument("--mode", action="append", choices=modes.JIT,
+                   help="with --corpus: the JIT mode(s) to measure (default jit-direct)")
+    g.add_argument("--no-whole", action="store_true",
+                   help="with --corpus: steady state only, no whole-process runs")
+    g.add_argument("--before", metavar="CHECKOUT",
+                   help="with --corpus: also every configuration as another checkout (its "
+                        "root, with a .venv made by make setup) runs it, in the same rounds: "
+                        "before and after a change side by side")
     g.add_argument("--cc", help="compiler (a clang with preserve_none; default: the best)")
     g.add_argument("--processes", type=positive_int, help="worker processes per configuration")
     g.add_argument("--samples", type=positive_int, help="measured runs per worker")

@@ -54,8 +54,8 @@ _POPS = [ins.pops for ins in isa.INSTRUCTIONS]
 _PUSHES = [ins.pushes for ins in isa.INSTRUCTIONS]
 _FALLS = [isa.falls_through(ins) for ins in isa.INSTRUCTIONS]
 # True for a plain displacement, "packed" for the fused move-and-test (isa.jump_disp)
-_JUMPS = [("packed" if ins.operand in isa.PACKED_MOVE_JUMP else True) if isa.is_jump(ins)
-          else False for ins in isa.INSTRUCTIONS]
+_JUMPS = [("packed" if ins.operand in isa.PACKED_MOVE_JUMP | isa.PACKED_AT_JUMP else True)
+          if isa.is_jump(ins) else False for ins in isa.INSTRUCTIONS]
 _FLOWS = [ins.flow for ins in isa.INSTRUCTIONS]
 # no operand to range-check and ordinary flow: the common case
 _PLAIN = [ins.operand in (Operand.NONE, Operand.IMM) and ins.flow is Flow.NEXT
@@ -90,12 +90,13 @@ def _check_operands(program: Program, index: int, start: int, end: int) -> None:
         if kind is Operand.BACKWARD and not (arg <= 0 and pc + arg >= start):
             raise _fail(program, pc, f"{ins.name}: backward jump to {pc + arg} outside "
                         f"{start}..{pc} (function {f.name})")
-        if kind in isa.PACKED_MOVE_JUMP:
+        if kind in isa.PACKED_MOVE_JUMP or kind in isa.PACKED_AT_JUMP:
             disp = isa.jump_disp(ins, arg)
-            if kind is Operand.FORWARD_MOVE and not (disp > 0 and pc + disp < end):
+            forward = kind in (Operand.FORWARD_MOVE, Operand.FORWARD_AT)
+            if forward and not (disp > 0 and pc + disp < end):
                 raise _fail(program, pc, f"{ins.name}: forward jump to {pc + disp} outside "
                             f"{pc + 1}..{end - 1} (function {f.name})")
-            if kind is Operand.BACKWARD_MOVE and not pc + disp >= start:
+            if not forward and not pc + disp >= start:
                 raise _fail(program, pc, f"{ins.name}: backward jump to {pc + disp} outside "
                             f"{start}..{pc} (function {f.name})")
         if ins.flow is Flow.RETURN and index == 0:

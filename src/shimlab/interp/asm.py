@@ -119,6 +119,11 @@ def _handler_asm(name: str, regs: jasm.Regs, count_offset: int | None,
                 self(x.MOVZX(opnd.as_dword, x.byte[IP + contract.OPARG_OFFSET]))
                 if operand is isa.Operand.BACKWARD_MOVE:
                     self(x.NEG(opnd))
+            elif operand in isa.PACKED_AT_JUMP:     # the low 24 bits, forward or backward
+                self(x.MOV(opnd.as_dword, x.dword[IP + contract.OPARG_OFFSET]),
+                     x.AND(opnd.as_dword, isa.AT_JUMP_MAX))
+                if operand is isa.Operand.BACKWARD_AT:
+                    self(x.NEG(opnd))
             else:
                 self(x.MOVSXD(opnd, x.dword[IP + contract.OPARG_OFFSET]))
             self(x.MOVSXD(x.rax, x.dword[IP + opnd * contract.INSTR_SIZE]),

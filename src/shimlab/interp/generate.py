@@ -75,8 +75,10 @@ def _opcodes_h(instructions: Sequence[isa.Instr], errors: Iterable[isa.Error]) -
             out.append(f"    SL_ERR_{err.name} = {int(err)},  /* {err.message} */\n")
     out.append("};\n\n")
     # 1: jumps by ARG; 2 and 3: by the low byte of ARG, forward and backward
-    # (the fused move-and-test, isa.jump_disp)
-    kinds = {isa.Operand.FORWARD_MOVE: "2", isa.Operand.BACKWARD_MOVE: "3"}
+    # (the fused move-and-test, isa.jump_disp); 4 and 5: by its low 24 bits
+    # (a test at an offset)
+    kinds = {isa.Operand.FORWARD_MOVE: "2", isa.Operand.BACKWARD_MOVE: "3",
+             isa.Operand.FORWARD_AT: "4", isa.Operand.BACKWARD_AT: "5"}
     flags = ", ".join(kinds.get(ins.operand, "1") if isa.is_jump(ins) else "0"
                       for ins in instructions)
     out.append(f"static const unsigned char sl_op_is_jump[SL_NUM_OPCODES] = {{{flags}}};\n\n")

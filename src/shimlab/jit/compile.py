@@ -56,6 +56,7 @@ class Context:
     cc: str | None = None                # the compiler of clang stencils (the interpreter's)
     opt: int = 0                         # the trace optimizer's level (jit/optimize.py)
     cache: int = 0                       # the interpreter's cached values: exits reload them
+    tape_len: int | None = None          # the VM's tape (bounds checks against a constant)
     heat: int | None = None              # side exits: address of this trace's heat counters
     blocks: int | None = None            # --stats: address of this trace's block counters
     rec_table: int = 0                   # side exits: the recorder's dispatch table
@@ -80,6 +81,7 @@ class Compiled:
     retakes: list[bool] = field(default_factory=list)   # per exit: re-runs an instruction counted as run
     entry_stub: int = 0                                 # bytes of the entry trampoline (jit-trampoline)
     layout: object = field(default=None, repr=False, compare=False)   # what place() patches from
+    slot_at: list = field(default_factory=list)         # each exit slot's offset after the body
 
 
 def _to_handler(ctx: Context, ex: Exit) -> bool:
@@ -94,13 +96,27 @@ def _to_handler(ctx: Context, ex: Exit) -> bool:
 
 
 def _hot_exit(ctx: Context) -> str:
+    """A hot exit's part in its slot: its heat, and (but in the trampoline's
+    orders) a jump or call to the path it takes once hot, which the trace's
+    slots share (_shared_exit)."""
     mode = modes.get(ctx.mode)
     if mode.shim:
-        return "opt:hot-exit:shim"
+        return "opt:hot-exit:pre:call"
     if mode.trace_order:     # it moves every register back, the K values too
         return "opt:hot-exit:trampoline" + (":count" if ctx.count else "") + (
             f":k{ctx.cache}" if ctx.cache else "")
-    return "opt:hot-exit:count" if ctx.count else "opt:hot-exit"
+    return "opt:hot-exit:pre"
+
+
+def _shared_exit(ctx: Context) -> str | None:
+    """The exit code a trace's hot exits share (laid out once, after the
+    slots), or None."""
+    mode = modes.get(ctx.mode)
+    if ctx.heat is None or mode.trace_order:
+        return None
+    if mode.exit_stencil.startswith("exit:shim"):
+        return "opt:hot-exit:shared:shim"
+    return "opt:hot-exit:shared:count" if ctx.count else "opt:hot-exit:shared"
 
 
 def _reloads(ctx: Context, ex: Exit) -> list[str]:
@@ -181,16 +197,22 @@ def _parts_of(mode_name: str, stats: bool, hot: bool, cache: int, count: bool, h
 
 
 def slot_size(st: dict, count: bool, stats: bool, virtual_head: bool = False,
-              cache: int = 0, hot: bool = False, order: str = "") -> int:
+              cache: int = 0, hot: bool = False, order: str = "",
+              kind: tuple | None = None) -> int:
     """One slot size for all modes whose traces run in the same register order
     (`order`, modes.py trace_order), so the body's bytes do not depend on the
-    mode (plain traces keep the size they had before the optimizer)."""
+    mode (plain traces keep the size they had before the optimizer).  From
+    --jit-opt 1 on (virtual_head) a slot is as big as its kind of exit needs,
+    kind = (deopt, head): a deopt or a side exit, with or without the head
+    to catch up (a kind's size is still every mode's biggest)."""
     flags = (count, stats, virtual_head, cache, hot, order)
+    kind = kind if virtual_head else None
     # what decides it: the flags and the sizes of the stencils an exit can be made of
-    key = flags + tuple(len(st[n].code) for n in _slot_parts(*flags))
+    key = flags + (kind,) + tuple(len(st[n].code) for n in _slot_parts(*flags))
     if key not in _SLOT_SIZES:
-        worst = max((sum(len(st[p].code) for p in parts) for parts in _slot_combos(*flags)),
-                    default=0)
+        worst = max((sum(len(st[p].code) for p in parts)
+                     for deopt, head, parts in _slot_combos(*flags)
+                     if kind is None or kind == (deopt, head)), default=0)
         _SLOT_SIZES[key] = -(-worst // SLOT_ALIGN) * SLOT_ALIGN
     return _SLOT_SIZES[key]
 
@@ -210,17 +232,18 @@ def _slot_combos(count, stats, virtual_head, cache, hot, order) -> tuple:
                       heat=0 if hot else None)
         kept = (False, True) if cache and not modes.get(mode).entry_spills else (False,)
         for deopt in (False, True):
-            for far in (False, True):
-                for keep in kept:
-                    combos.add(tuple(_exit_parts(
-                        ctx, Exit(0, 0, deopt, head=int(virtual_head), kept=keep), far)))
+            for head in (False, True) if virtual_head else (False,):
+                for far in (False, True):
+                    for keep in kept:
+                        combos.add((deopt, head, tuple(_exit_parts(
+                            ctx, Exit(0, 0, deopt, head=int(head), kept=keep), far))))
     return tuple(sorted(combos))
 
 
 @lru_cache(maxsize=None)
 def _slot_parts(*flags) -> tuple:
     """The names of the stencils those lists are made of (their sizes key the slot size)."""
-    return tuple(sorted({p for parts in _slot_combos(*flags) for p in parts}))
+    return tuple(sorted({p for _, _, parts in _slot_combos(*flags) for p in parts}))
 
 
 def _count_blocks(lowered, st: dict, blocks: int) -> list[int]:
@@ -260,7 +283,8 @@ def _lower(trace: Trace, ctx: Context, st: dict):
     if cached is not None and cached[0] == key:
         return cached[1], cached[2]
     lowered = optimize.lower(trace, ctx.consts, ctx.opt, ctx.count,
-                             registers=ctx.source == "peachpy", cache=cache_for(ctx, st))
+                             registers=ctx.source == "peachpy", cache=cache_for(ctx, st),
+                             tape_len=ctx.tape_len)
     before = None
     for p in lowered.pieces:
         if p.stencil not in st:
@@ -354,6 +378,8 @@ class _Layout:
     lowered: object
     block_ops: list
     entry_stub: int
+    shared: str | None = None    # the exit code the slots share, after them (_shared_exit)
+    slot_at: list = field(default_factory=list)   # each exit slot's offset after the body
 
 
 def _lay_out(trace: Trace, ctx: Context) -> Compiled:
@@ -411,14 +437,21 @@ def _lay_out(trace: Trace, ctx: Context) -> Compiled:
                     Exit(t.exit_pc, None, head=p.d, kept=p.kept), len(exits)))
     flags = (ctx.count, ctx.tallies is not None, ctx.opt > 0, ctx.cache, ctx.heat is not None,
              mode.trace_order)
-    slot = by_name.slot_sizes.get(flags)
-    if slot is None:
-        slot = by_name.slot_sizes[flags] = slot_size(st, *flags)
+    # each exit's slot: its kind's size (one size for all at --jit-opt 0)
+    slot_at = [0]
+    for ex in exits:
+        kind = (ex.deopt, bool(ex.head))
+        size = by_name.slot_sizes.get((flags, kind))
+        if size is None:
+            size = by_name.slot_sizes[flags, kind] = slot_size(st, *flags, kind=kind)
+        slot_at.append(slot_at[-1] + size)
+    slot = max((b - a for a, b in zip(slot_at, slot_at[1:])), default=0)
+    shared = _shared_exit(ctx) if any(not ex.deopt for ex in exits) else None
     layout = _Layout(ctx, st, pieces, shapes, offsets, exits,
                      [retakes.get(ex, False) for ex in exits], lowered, block_ops,
-                     len(st[entry].code) if mode.entry_stencil else 0)
-    return Compiled(bytes(body + slot * len(exits)), body, slot, list(exits), [],
-                    layout=layout)
+                     len(st[entry].code) if mode.entry_stencil else 0, shared, slot_at)
+    size = body + slot_at[-1] + (len(st[shared].code) if shared else 0)
+    return Compiled(bytes(size), body, slot, list(exits), [], layout=layout, slot_at=slot_at)
 
 
 @dataclass(frozen=True)
@@ -435,7 +468,7 @@ class _Shape:
 
 # how a hole's value is made (_fill)
 _PLAIN, _JUMP, _CONTINUE, _FROM_BASE = range(4)
-_HOW = {"deopt": _JUMP, "branch": _JUMP, "loop": _JUMP, "continue": _CONTINUE,
+_HOW = {"deopt": _JUMP, "branch": _JUMP, "loop": _JUMP, "shared": _JUMP, "continue": _CONTINUE,
         "link": _FROM_BASE, "handler": _FROM_BASE}
 _SHAPES: dict = {}      # id(stencil) -> (the stencil, kept so its id is not reused; its _Shape)
 
@@ -483,7 +516,7 @@ _MASK64 = (1 << 64) - 1
 
 
 def _fill(out: bytearray, stencil, shape: _Shape, at: int, values: dict, where,
-          body: int, slot: int, base: int | None) -> None:
+          body: int, slot_at: list, base: int | None) -> None:
     """Fills the holes of one stencil copied to `at` from `values`; `where`
     names it in an error (a piece, or a string)."""
     for offset, kind, how, wide in shape.holes:
@@ -494,7 +527,7 @@ def _fill(out: bytearray, stencil, shape: _Shape, at: int, values: dict, where,
         field_at = at + offset
         if how == _JUMP:
             where_, n = v
-            v = (n if where_ == "at" else body + slot * n) - (field_at + 4)
+            v = (n if where_ == "at" else body + slot_at[n]) - (field_at + 4)
         elif how == _CONTINUE:          # the next stencil, laid right after this one
             v = at + shape.size - (field_at + 4)
         elif how == _FROM_BASE:         # link: reach checked by _reaches before linking
@@ -524,7 +557,7 @@ def place(compiled: Compiled, base: int | None, symbols: bool = True) -> Compile
     run at address `base`: its code, and which exits link to traces;
     symbols: name its pieces and slots (the perf map's), else none."""
     lay = compiled.layout
-    ctx, st, body, slot = lay.ctx, lay.st, compiled.body_size, compiled.slot_size
+    ctx, st, body, slot = lay.ctx, lay.st, compiled.body_size, lay.slot_at
     # the body's stencils in one copy, then their holes; the slots after it
     out = bytearray(b"".join([sh.code for sh in lay.shapes]))
     out += bytes(len(compiled.code) - body)
@@ -545,26 +578,34 @@ def place(compiled: Compiled, base: int | None, symbols: bool = True) -> Compile
     patch_at, linked_to = [0] * len(exits), [False] * len(exits)
     for ex, idx in exits.items():
         # a link's jmp goes where a linked slot has it: after every part before opt:link
-        patch_at[idx] = body + slot * idx + sum(
+        patch_at[idx] = body + slot[idx] + sum(
             len(st[p].code) for p in _exit_parts(ctx, ex, linked=True)[:-1])
         linked_to[idx] = _fill_slot(out, lay, ex, idx, body, slot, base)
         if symbols:
-            names.append((body + slot * idx, slot,
+            names.append((body + slot[idx], slot[idx + 1] - slot[idx],
                           f"{'link' if linked_to[idx] else 'exit'}->pc{ex.pc}"))
-    return Compiled(bytes(out), body, slot, list(exits), names, patch_at, linked_to,
+    if lay.shared:
+        at = body + slot[-1]
+        _patch_part(out, lay, lay.shared, at, {"rec_table": ctx.rec_table}, "shared exit code",
+                    body, slot, base)
+        if symbols:
+            names.append((at, len(st[lay.shared].code), "shared-exit"))
+    return Compiled(bytes(out), body, compiled.slot_size, list(exits), names, patch_at, linked_to,
                     lay.lowered.folded, len(st["tally"].code) if ctx.tallies is not None else 0,
-                    lay.block_ops, list(lay.retakes), lay.entry_stub, layout=lay)
+                    lay.block_ops, list(lay.retakes), lay.entry_stub, layout=lay,
+                    slot_at=list(slot))
 
 
-def _fill_slot(out: bytearray, lay: _Layout, ex: Exit, idx: int, body: int, slot: int,
+def _fill_slot(out: bytearray, lay: _Layout, ex: Exit, idx: int, body: int, slot_at: list,
                base: int | None) -> bool:
     """Writes exit slot `idx`: a jump into the trace at ex.pc when there is
     one in reach (returns True), else the crossing to the interpreter."""
     ctx = lay.ctx
-    at = body + slot * idx
+    at, slot = body + slot_at[idx], slot_at[idx + 1] - slot_at[idx]
     out[at:at + slot] = bytes([INT3]) * slot
     values = {"resume_ip": ctx.code_addr + 8 * ex.pc, "cell": ex.head,
-              "heat": (ctx.heat or 0) + 8 * idx, "rec_table": ctx.rec_table}
+              "heat": (ctx.heat or 0) + 8 * idx, "rec_table": ctx.rec_table,
+              "shared": ("at", body + slot_at[-1])}
     link = None if ex.deopt else ctx.traces_at.get(ex.pc)
     if link is not None and base is not None and not _reaches(base + at, link, slot):
         link = None     # (a sanitizer's allocator can map traces far apart) it crosses
@@ -572,7 +613,7 @@ def _fill_slot(out: bytearray, lay: _Layout, ex: Exit, idx: int, body: int, slot
     if link is not None:
         values["link"] = link
         for part in _exit_parts(ctx, ex, linked=True):
-            at = _patch_part(out, lay, part, at, values, name, body, slot, base)
+            at = _patch_part(out, lay, part, at, values, name, body, slot_at, base)
         return True
     if ctx.count and ex.uncount is not None:
         values["count"] = 8 * ex.uncount
@@ -587,14 +628,14 @@ def _fill_slot(out: bytearray, lay: _Layout, ex: Exit, idx: int, body: int, slot
         v = values
         if part == "count":
             v = {**values, "count": 8 * ctx.code[ex.pc][0]}
-        at = _patch_part(out, lay, part, at, v, name, body, slot, base)
+        at = _patch_part(out, lay, part, at, v, name, body, slot_at, base)
     return False
 
 
 def _patch_part(out, lay: _Layout, part: str, at: int, values: dict, name: str, body: int,
-                slot: int, base: int | None) -> int:
+                slot_at: list, base: int | None) -> int:
     """One part of an exit slot at `at`; returns where the next part goes."""
     shape = _shapes_of(lay.st)[part]
     out[at:at + shape.size] = shape.code
-    _fill(out, lay.st[part], shape, at, values, name, body, slot, base)
+    _fill(out, lay.st[part], shape, at, values, name, body, slot_at, base)
     return at + shape.size

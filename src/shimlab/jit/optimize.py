@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
+from itertools import accumulate
 
 from .. import isa
 from .defaults import LEVELS     # there, so the CLI shows them without loading the JIT
@@ -83,10 +84,12 @@ def operand_values(t: TraceOp, consts: list[int]) -> dict:
 
 
 def lower(trace: Trace, consts: list[int], level: int, count: bool,
-          registers: bool = True, cache: Cache | None = None) -> Lowered:
+          registers: bool = True, cache: Cache | None = None,
+          tape_len: int | None = None) -> Lowered:
     """registers: every instruction stencil is one whose registers level 3
     knows (PeachPy's; False for clang-built ones); cache: the trace is entered
-    with cached values in registers."""
+    with cached values in registers; tape_len: the VM's tape, when known (a
+    bounds check is then one compare with an immediate)."""
     if level not in LEVELS:
         raise ValueError(f"optimizer level {level}: choose one of {LEVELS}")
     ops = list(trace.ops)
@@ -100,12 +103,16 @@ def lower(trace: Trace, consts: list[int], level: int, count: bool,
             _count(out, count, t)
             out.pieces.append(Piece(t.stencil, operand_values(t, consts), t))
         return out
-    head = _VirtualHead(trace, ops, consts, count, out, fuse_stack=level >= 2, cache=cache)
+    head = _VirtualHead(trace, ops, consts, count, out, fuse_stack=level >= 2, cache=cache,
+                        tape_len=tape_len)
     head.run()
     if head.disturbed:    # a back-edge could not bring the cached values back: spill at the start
         out = Lowered()
         _VirtualHead(trace, ops, consts, count, out, fuse_stack=level >= 2, cache=cache,
+                     tape_len=tape_len,
                      keep_start=False).run()
+    if tape_len is not None and not any(_overridden(t.stencil) for t in ops):
+        _one_check(out, tape_len)
     # (the locals' registers are cached values' too, from K = 3 or 4 on: a
     # trace that keeps cached values keeps no locals)
     if level >= 3 and registers and cache is None and not any(_overridden(t.stencil) for t in ops):
@@ -113,7 +120,35 @@ def lower(trace: Trace, consts: list[int], level: int, count: bool,
     return out
 
 
-_PLAIN_VARIANTS = ("", "taken", "fallthrough", "close", "inner")
+def _one_check(out: Lowered, tape_len: int) -> None:
+    """When the head register stays where the trace's first check found it
+    until the last check (nothing moves it in between: every stretch's
+    offsets are from the same head), the first check covers every stretch's
+    cells and the others go.  A deopt there resumes at the first stretch, as
+    any of its own would (the interpreter then finds an error exactly, or
+    runs on and the trace is entered again)."""
+    checks = [i for i, p in enumerate(out.pieces) if p.stencil == "opt:check:len"]
+    if len(checks) < 2 or any(p.stencil == "opt:head" or p.stencil.startswith(("SCAN", "MOVE"))
+                              for p in out.pieces[checks[0]:checks[-1]]):
+        return
+    lo = min(out.pieces[i].values["cell"] for i in checks)
+    hi = max(out.pieces[i].values["hi"] for i in checks)
+    first = out.pieces[checks[0]]
+    first.values = {**first.values, "cell": lo, "hi": hi, "oparg": max(tape_len - (hi - lo), 0)}
+    gone = set(checks[1:])
+    keep = [p for i, p in enumerate(out.pieces) if i not in gone]
+    # every index moves down by the pieces removed before it
+    shift = list(accumulate(1 if i in gone else 0 for i in range(len(out.pieces) + 1)))
+
+    def moved(i: int) -> int:
+        return i - (shift[i - 1] if i else 0)
+    out.pieces = keep
+    out.labels = {pc: moved(i) for pc, i in out.labels.items()}
+    out.starts = [moved(i) for i in out.starts]
+    out.note("bounds checks hoisted", len(gone))
+
+
+_PLAIN_VARIANTS = ("", "taken", "fallthrough", "close", "inner", "to")
 
 
 @lru_cache(maxsize=None)
@@ -139,13 +174,20 @@ _GUARD = {"JUMP_IF_CELL_ZERO:taken": "opt:guard-nonzero",
           "MOVE_JUMP_IF_CELL_ZERO:taken": "opt:guard-nonzero",
           "MOVE_JUMP_IF_CELL_ZERO:fallthrough": "opt:guard-zero",
           "MOVE_LOOP_IF_CELL:fallthrough": "opt:guard-nonzero",
-          "MOVE_LOOP_IF_CELL:taken": "opt:guard-zero"}
+          "MOVE_LOOP_IF_CELL:taken": "opt:guard-zero",
+          # the tests at an offset (--bf-opt 1): the offset adds to d
+          "JUMP_IF_CELL_ZERO_AT:taken": "opt:guard-nonzero",
+          "JUMP_IF_CELL_ZERO_AT:fallthrough": "opt:guard-zero",
+          "LOOP_IF_CELL_AT:fallthrough": "opt:guard-nonzero",
+          "LOOP_IF_CELL_AT:taken": "opt:guard-zero"}
 # every instruction that reads or moves the head
 _ON_TAPE = {ins.name for ins in isa.INSTRUCTIONS if "HEAD" in ins.c or "TAPE_AT" in ins.c}
 _MOVE_BRANCHES = ("MOVE_JUMP_IF_CELL_ZERO", "MOVE_LOOP_IF_CELL")   # move by arg >> 8, then test
-_CELL_BRANCHES = ("JUMP_IF_CELL_ZERO", "LOOP_IF_CELL") + _MOVE_BRANCHES
+_AT_BRANCHES = ("JUMP_IF_CELL_ZERO_AT", "LOOP_IF_CELL_AT")     # test the cell at arg >> 24
+_CELL_BRANCHES = ("JUMP_IF_CELL_ZERO", "LOOP_IF_CELL") + _MOVE_BRANCHES + _AT_BRANCHES
 _CHECKED = {"MOVE", "CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD", "CELL_ADD2_AT",
-            *_MOVE_BRANCHES}   # each checked its cell (or cells)
+            *_MOVE_BRANCHES, *_AT_BRANCHES, *isa.PACKED_MOVE_AT, "CELL_COPY_AT",
+            "CELL_MOVE_PAIR_AT"}
 _TAPE = {"CELL_ADD", "CELL_ZERO", "MOVE", "CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD",
          "CELL_ADD2_AT", *_MOVE_BRANCHES}
 # instructions that never touch the operand stack: cached values stay in
@@ -155,8 +197,10 @@ _OFF_STACK = _ON_TAPE | set(_CELL_BRANCHES) | {"NOP", "JUMP"}
 
 class _VirtualHead:
     def __init__(self, trace: Trace, ops: list[TraceOp], consts, count: bool, out: Lowered,
-                 fuse_stack: bool = False, cache: Cache | None = None, keep_start: bool = True):
+                 fuse_stack: bool = False, cache: Cache | None = None, keep_start: bool = True,
+                 tape_len: int | None = None):
         self.trace, self.ops, self.consts, self.count, self.out = trace, ops, consts, count, out
+        self.tape_len = tape_len
         self.stack, self.fuse, self.cache = None, fuse_stack, cache
         if fuse_stack or cache:
             self.stack = VirtualStack(out, Piece, partial(_count, out, count))
@@ -179,6 +223,7 @@ class _VirtualHead:
             self.stack.enter(cache.registers)
             out.before = self._before
         self.d = 0
+        self.known: dict[int, int] = {}      # cell (from the head register) -> its value
 
     def _before(self, p: Piece) -> None:
         """--cache K: a cached value moves to memory before a stencil writes its
@@ -246,12 +291,15 @@ class _VirtualHead:
         if self.d:
             self.out.add(Piece("opt:head", {"cell": self.d}, None, self.d))
             self.out.note("head materialized")
+            self.known = {off - self.d: v for off, v in self.known.items()}
             self.d = 0
 
     def stretch(self, ops: list[TraceOp]) -> None:
         if ops[0].pc in self.targets:
             self.flush_stack()       # a jump may arrive here: the stack as the interpreter has it
         self.materialize()
+        if ops[0].pc in self.label_pcs:
+            self.known = {}          # a jump may arrive here: nothing known
         out = self.out
         out.labels.setdefault(ops[0].pc, len(out.pieces))
         cells, d, checked = [], 0, 0
@@ -269,39 +317,55 @@ class _VirtualHead:
             elif name == "CELL_ADD2_AT":
                 off_a, _, off_b, _ = isa.unpack_add2(t.arg)
                 cells += [d + off_a, d + off_b]
+            elif name in _AT_BRANCHES:
+                cells.append(d + (t.arg >> 24))
+            elif name == "CELL_MOVE_PAIR_AT":
+                cells += [d + x for x in isa.unpack_move_pair(t.arg)]
+            elif name in isa.PACKED_MOVE_AT or name == "CELL_COPY_AT":
+                c, tg, tg2, _ = isa.unpack_move_at(
+                    "CELL_MOVE2_AT" if name == "CELL_COPY_AT" else name, t.arg)
+                cells += [d + c, d + tg] + ([] if tg2 is None else [d + tg2])
             else:                    # CELL_ADD_AT, CELL_SET_AT, CELL_MULADD
                 cells.append(d + (t.arg >> 8))
         if cells:
             if not self.cache:       # (with one, _before settles the stack)
                 self.flush_stack()   # its deopt resumes with the interpreter's stack
             # (a cached value in rcx: the check that saves it)
-            check = "opt:check:rcx" if self.cache and ("c", "rcx") in self.stack.entries \
-                else "opt:check"
-            out.add(Piece(check, {"cell": min(cells), "cell2": max(cells)}, ops[0], 0,
-                          counted=False))
+            lo, hi = min(cells), max(cells)
+            if self.tape_len is not None:     # one compare: the tape's length is known
+                out.add(Piece("opt:check:len", {"cell": lo, "hi": hi,
+                                                "oparg": max(self.tape_len - (hi - lo), 0)},
+                              ops[0], 0, counted=False))
+            else:
+                check = "opt:check:rcx" if self.cache and ("c", "rcx") in self.stack.entries \
+                    else "opt:check"
+                out.add(Piece(check, {"cell": lo, "cell2": hi}, ops[0], 0, counted=False))
             out.note("bounds checks hoisted", checked - 1)
         stack, fuse, cache, starts = self.stack, self.fuse, self.cache, out.starts
         k = 0
         while k < len(ops):
             t = ops[k]
             plain = not _overridden(t.stencil)
-            if fuse and plain and t.name in TAKES:
+            if fuse and plain and t.name in TAKES and not t.synthetic:
                 at = len(out.pieces)
                 taken = stack.take(ops, k, self.d)
                 if taken:
                     starts += [at] * taken
                     k += taken
                     continue
-            if stack is not None and (not cache or not plain or t.name not in _OFF_STACK):
+            if stack is not None and (not cache or not plain or t.name not in _OFF_STACK
+                                      or t.synthetic):     # (a block's jump back: to a label)
                 stack.flush(self.d)
-            starts.append(len(out.pieces))
+            if not t.synthetic:
+                starts.append(len(out.pieces))
             self.one(t, plain)
             k += 1
 
     def one(self, t: TraceOp, plain: bool) -> None:
         """Lowers t (plain: no prototype stands in for it) at the virtual head."""
         out, d = self.out, self.d
-        _count(out, self.count, t, d)
+        if not t.synthetic:
+            _count(out, self.count, t, d)
         name, arg = t.name, t.arg
         if not plain:
             out.add(Piece(t.stencil, operand_values(t, self.consts), t, d))
@@ -309,36 +373,92 @@ class _VirtualHead:
             self.d += arg
             out.note("moves folded")
         elif name == "CELL_ADD":
-            out.add(Piece("opt:add", {"cell": d, "byte": arg & 0xFF}, t, d))
+            self.add(d, arg & 0xFF, t)
         elif name == "CELL_ZERO":
-            out.add(Piece("opt:zero", {"cell": d}, t, d))
+            self.set(d, 0, t)
         elif name == "CELL_ADD_AT":
-            out.add(Piece("opt:add", {"cell": d + (arg >> 8), "byte": arg & 0xFF}, t, d))
+            self.add(d + (arg >> 8), arg & 0xFF, t)
         elif name == "CELL_SET_AT":
-            v = arg & 0xFF
-            out.add(Piece("opt:set" if v else "opt:zero",
-                                    {"cell": d + (arg >> 8), "byte": v}, t, d))
+            self.set(d + (arg >> 8), arg & 0xFF, t)
         elif name == "CELL_MULADD":
-            factor = arg & 0xFF
-            if factor:
-                out.add(Piece("opt:copyadd" if factor == 1 else "opt:muladd",
-                                        {"cell": d + (arg >> 8), "cell2": d, "byte": factor}, t, d))
+            self.muladd(d + (arg >> 8), d, arg & 0xFF, t)
         elif name == "CELL_ADD2_AT":
             off_a, byte_a, off_b, byte_b = isa.unpack_add2(arg)
-            out.add(Piece("opt:add", {"cell": d + off_a, "byte": byte_a}, t, d))
-            out.add(Piece("opt:add", {"cell": d + off_b, "byte": byte_b}, t, d))
+            self.add(d + off_a, byte_a, t)
+            self.add(d + off_b, byte_b, t)
+        elif name in isa.PACKED_MOVE_AT:
+            c, tg, tg2, factor = isa.unpack_move_at(name, arg)
+            for target in (tg,) if tg2 is None else (tg, tg2):
+                self.muladd(d + target, d + c, factor, t)
+            if name != "CELL_MULADD_AT":
+                self.set(d + c, 0, t)
+        elif name == "CELL_MOVE_PAIR_AT":
+            c1, t1, c2, t2 = isa.unpack_move_pair(arg)
+            for c, tg in ((c1, t1), (c2, t2)):
+                self.muladd(d + tg, d + c, 1, t)
+                self.set(d + c, 0, t)
+        elif name == "CELL_COPY_AT":             # the two move loops it was made of
+            a, tg, u, _ = isa.unpack_move_at("CELL_MOVE2_AT", arg)
+            self.muladd(d + tg, d + a, 1, t)
+            self.muladd(d + u, d + a, 1, t)
+            self.set(d + a, 0, t)
+            self.muladd(d + a, d + u, 1, t)
+            self.set(d + u, 0, t)
         elif self._after_move(t):
             self.d += arg >> 8
             out.note("moves folded")
             self.materialize()
             out.add(Piece(t.stencil.replace("MOVE_", "", 1),
                                     operand_values(t, self.consts), t, 0))
-        elif t.stencil in _GUARD and t.exit_pc not in self.label_pcs:
+        elif name in _AT_BRANCHES and t.stencil.endswith((":close", ":inner")):
+            # (a loop's back-edge: the head is materialized, d is 0)
+            out.add(Piece("opt:loop-close" if t.stencil.endswith(":close") else "opt:loop-inner",
+                          {"cell": arg >> 24}, t, d))
+            self.known = {arg >> 24: 0}          # (past an inner loop: its cell is 0)
+        elif t.stencil in _GUARD and (t.exit_pc not in self.label_pcs or not d):
             if name in _MOVE_BRANCHES:
                 self.d = d = d + (arg >> 8)
                 out.note("moves folded")
-            out.add(Piece(_GUARD[t.stencil], {"cell": d}, t, d))
+            cell = d + (arg >> 24) if name in _AT_BRANCHES else d
+            guard, v = _GUARD[t.stencil], self.known.get(cell)
+            if v is not None and (v == 0) == (guard == "opt:guard-nonzero"):
+                out.note("guards on known cells dropped")     # it never leaves
+            else:
+                out.add(Piece(guard, {"cell": cell}, t, d))
+            if guard == "opt:guard-nonzero":     # (it left unless the cell is 0)
+                self.known[cell] = 0
         else:
             if d and name in _ON_TAPE:
                 raise AssertionError(f"optimizer: {t.stencil} at pc {t.pc} would see a stale head")
             out.add(Piece(t.stencil, operand_values(t, self.consts), t, d))
+            self.known = {}
+            if t.stencil.endswith(":inner") and name in _CELL_BRANCHES:
+                self.known[0] = 0
+
+    # -- cells with values known in a stretch: adds become sets, a set of the
+    # value a cell has and a multiply by a counter known 0 go, a copy into a
+    # cell known 0 stores instead of adding (no load of the cell, none of the
+    # store it would wait for), a guard on a known cell goes.  Memory is
+    # always written: every exit finds the tape exact.
+    def add(self, cell: int, v: int, t: TraceOp) -> None:
+        k = self.known.get(cell)
+        if k is not None:
+            self.set(cell, (k + v) & 0xFF, t)
+        elif v:
+            self.out.add(Piece("opt:add", {"cell": cell, "byte": v}, t, self.d))
+
+    def set(self, cell: int, v: int, t: TraceOp) -> None:
+        if self.known.get(cell) == v:
+            self.out.note("stores of known values dropped")
+            return
+        self.out.add(Piece("opt:set" if v else "opt:zero", {"cell": cell, "byte": v}, t, self.d))
+        self.known[cell] = v
+
+    def muladd(self, target: int, counter: int, factor: int, t: TraceOp) -> None:
+        kc = self.known.get(counter)
+        if kc is not None or not factor:
+            self.add(target, (kc or 0) * factor, t)
+            return
+        known_zero = self.known.pop(target, None) == 0
+        stencil = ("opt:copy" if known_zero else "opt:copyadd") if factor == 1 else "opt:muladd"
+        self.out.add(Piece(stencil, {"cell": target, "cell2": counter, "byte": factor}, t, self.d))

@@ -14,12 +14,9 @@ from ..abi import vmh
 from ..abi.vmh import ffi
 from ..errors import ShimlabError
 from ..interp.loader import TABLE_SLOTS, handler_addresses
-from . import compile as jit_compile
-from . import stencils as stencil_store
-from .defaults import DEFAULT_THRESHOLD
+from .defaults import DEFAULT_THRESHOLD, LEVELS
 from .memory import CodeMemory, MemoryError_
-from .optimize import LEVELS
-from .trace import TRACEABLE, Decline, Trace, TraceOp, first_of, from_recording
+from .trace import TRACEABLE, Decline, Trace, TraceOp, add_blocks, first_of, from_recording
 
 MAX_TRACE = 2000              # VM instructions in one trace
 MAX_RECORDING = 200_000       # VM instructions one recording may log (inner loops included)
@@ -32,6 +29,19 @@ ENTER_JIT = isa.NUM_OPCODES
 
 class JitError(ShimlabError):
     pass
+
+
+# The compiler and the stencils are imported, and the stencils loaded, when
+# the first trace is made (Jit._ready): a run whose loops never get hot pays
+# for neither (about 0.1 s of a JIT process's start-up, issue 24).
+def _jit_compile():
+    from . import compile as jit_compile
+    return jit_compile
+
+
+def _stencil_store():
+    from . import stencils as stencil_store
+    return stencil_store
 
 
 @dataclass
@@ -86,6 +96,7 @@ class JitStats:
     side_recordings: int = 0
     links: int = 0
     retried: int = 0
+    start_ns: int = 0            # loading the stencils before the first trace (thread CPU)
 
 
 class Jit:
@@ -95,7 +106,8 @@ class Jit:
                  stretches: tuple = (), record: bool = True, stencils: dict | None = None,
                  verify_wx: bool = False,
                  source: str = "peachpy", entry_sites: int | None = None,
-                 opt: int = 0, link: bool | None = None, side_threshold: int | None = None):
+                 opt: int = 0, link: bool | None = None, side_threshold: int | None = None,
+                 regions: bool = True):
         """stretches: (first pc, end pc) of straight-line code to compile as
         traces before the first run (benchmarks place their crossings so);
         record=False: never record hot loops; stencils: {"DUP": "DUP:mine"}
@@ -107,7 +119,9 @@ class Jit:
         opt: the trace optimizer's level (jit/optimize.py); link (default: on
         from opt 1): a side exit taken side_threshold times (default: the
         threshold) records a trace from where it resumes and jumps to it,
-        and every exit to where a trace starts jumps into that trace."""
+        and every exit to where a trace starts jumps into that trace;
+        regions (from opt 1): a loop trace takes in the short paths its
+        recording did not take (trace.add_blocks) instead of side traces."""
         if threshold < 1:
             raise JitError("--jit-threshold must be at least 1")
         f = self.ffi = ffi()
@@ -129,7 +143,7 @@ class Jit:
         if spec.trace_order and source != "peachpy":
             raise JitError(f"{self.mode}: its traces run in another register order than the "
                            f"interpreter's, which {source}-built stencils cannot")
-        self.overrides = stencil_store.check_overrides(
+        self.overrides = _stencil_store().check_overrides(
             dict(stencils), self.trace_state, source,
             loaded.build.compiler.name) if stencils else {}
         self.verify_wx = verify_wx       # read /proc/self/maps after every compile (tests)
@@ -137,6 +151,7 @@ class Jit:
         if opt not in LEVELS:
             raise JitError(f"--jit-opt {opt}: choose one of {', '.join(map(str, LEVELS))}")
         self.opt = opt
+        self.regions = regions and opt >= 1
         # (with --cache K a linked exit first reloads the values its trace
         # spilled: jit/compile.py _reloads)
         self.link = opt >= 1 if link is None else link
@@ -161,14 +176,7 @@ class Jit:
         vm.pin_code = 1
         self.handlers = handler_addresses(loaded.build)
         self.code = list(loaded.program.code)
-        # loaded (or built) now, so a trace's compile time is its own
-        stencil_store.load(self.state, source, loaded.build.compiler.name)
-        if spec.trace_order:
-            stencil_store.load(self.trace_state)
-        # and what compiling needs of them (each one's holes, the exit slots' size)
-        ctx = self._context(0)
-        ctx.tallies, ctx.heat = (0 if stats else None), (0 if self.link else None)
-        jit_compile.prepare(ctx)
+        self.ready = False               # stencils loaded (_ready)
         self.table = None
         self.slots_used = 0
         self.entry_copies: list = []
@@ -190,10 +198,36 @@ class Jit:
         self.error: BaseException | None = None
         self._t0: int | None = None       # when the recording being compiled was handed over
 
+    def _ready(self) -> None:
+        """The stencils loaded (or built) and what compiling needs of them
+        worked out (each one's holes, the exit slots' size), once, before
+        the first trace: so a trace's compile time is its own.  Their time is
+        the JIT's start (stats.start_ns)."""
+        if self.ready:
+            return
+        t0 = time.thread_time_ns()
+        store = _stencil_store()
+        store.load(self.state, self.source, self.loaded.build.compiler.name)
+        if modes.get(self.mode).trace_order:
+            store.load(self.trace_state)
+        ctx = self._context(0)
+        ctx.tallies, ctx.heat = (0 if self.want_stats else None), (0 if self.link else None)
+        _jit_compile().prepare(ctx)
+        self.ready = True
+        self.stats.start_ns = time.thread_time_ns() - t0
+
     # -- the run stopped with SL_JIT_RECORDED ----------------------------------------
     def recorded(self) -> None:
         """Compile (or decline) what was recorded; the run then resumes."""
         vm = self.loaded.vm
+        try:
+            self._ready()
+        except Exception as e:      # as a failed compile: stop jitting, fail after the run
+            self.error = e
+            for i in range(len(self.code)):
+                self.counters[i] = NEVER
+            vm.rec_len = 0
+            return
         self._t0 = time.thread_time_ns()      # the recording's phase starts
         try:
             self._compile_recording(vm)
@@ -238,7 +272,8 @@ class Jit:
                 self.stats.declined.append((start, d.reason))
             return
         self.counters[start] = NEVER
-        self._install(trace, code_base)
+        blocks = add_blocks(trace, self.code, self.max_trace) if self.regions else 0
+        self._install(trace, code_base, blocks=blocks)
 
     def _side_recording(self, vm, rec, stop_pc, start, code_base, hot) -> None:
         """A hot side exit recorded the path from where it resumes: a trace
@@ -281,6 +316,8 @@ class Jit:
     def prepared(self) -> None:
         """The VM has its code in place: compile the requested stretches."""
         code_base = int(self.ffi.cast("uintptr_t", self.loaded.vm.code))
+        if self.stretches:
+            self._ready()
         for start, end in self.stretches:
             if not 0 <= start < end <= len(self.code):
                 raise JitError(f"stretch {start}..{end} is outside the code")
@@ -310,7 +347,7 @@ class Jit:
             raise JitError("out of memory moving the VM to a new layout")
         self.prepared()
 
-    def _install(self, trace: Trace, code_base: int, side: bool = False) -> None:
+    def _install(self, trace: Trace, code_base: int, side: bool = False, blocks: int = 0) -> None:
         f = self.ffi
         t_in = time.thread_time_ns()
         # a recorded trace: the time since the recording was handed over (stretches: none)
@@ -335,6 +372,7 @@ class Jit:
             ctx.heat = int(f.cast("uintptr_t", info.heat))
             ctx.rec_table = self.rec_table
             ctx.traces_at = dict(self.traces_at)
+        jit_compile = _jit_compile()
         t_opt = time.thread_time_ns()
         jit_compile.lower(trace, ctx)           # the optimizer (compile_trace reuses its pieces)
         optimize_ns = time.thread_time_ns() - t_opt
@@ -357,7 +395,9 @@ class Jit:
         info.address, info.size = address, len(compiled.code)
         info.exits = [e.pc for e in compiled.exits]
         info.patch_at, info.linked = compiled.patch_at, list(compiled.linked)
-        info.folded = compiled.folded
+        info.folded = dict(compiled.folded)
+        if blocks:
+            info.folded["paths not recorded taken in as blocks"] = blocks
         info.block_ops, info.retakes = compiled.block_ops, compiled.retakes
         if info.blocks is not None and len(info.block_ops) > len(info.blocks):
             raise JitError(f"trace at pc {trace.start}: {len(info.block_ops)} blocks, more "
@@ -397,13 +437,13 @@ class Jit:
             self.slots_used += 1
         f.cast("sl_instr *", self.loaded.vm.code)[trace.start].op = op
 
-    def _context(self, code_base: int) -> jit_compile.Context:
+    def _context(self, code_base: int):
         """What compiling a trace of this program needs (its arrays aside)."""
         build = self.loaded.build
-        return jit_compile.Context(self.mode, code_base, self.loaded.program.consts, self.code,
+        return _jit_compile().Context(self.mode, code_base, self.loaded.program.consts, self.code,
                                    self.handlers, count=build.count, state=self.state,
                                    source=self.source, cc=build.compiler.name, opt=self.opt,
-                                   cache=build.cache)
+                                   cache=build.cache, tape_len=int(self.loaded.vm.tape_len))
 
     def _write_perf_map(self, info: TraceInfo, compiled) -> None:
         name = self.loaded.program.name
@@ -436,6 +476,9 @@ class Jit:
                      f" compiled, {s.retried} retried because the path left the loop), "
                      f"{s.side_recordings} at hot side exits ({side} compiled); "
                      f"{s.links} exit(s) linked to traces, trace optimizer level {self.opt}")
+        if s.start_ns:
+            lines.append(f"  the JIT's start (stencils loaded before the first trace): "
+                         f"{s.start_ns / 1e6:.1f} ms")
         lines += trace_times(s.traces)
         ran = [t.executed() for t in s.traces]
         if counts is not None and None not in ran:

@@ -23,7 +23,6 @@ from .. import isa
 from ..abi import contract
 from ..paths import cache_root
 from ..stencil import PLACEHOLDER, Stencil, StencilError, disassemble
-from . import cstencils
 
 
 def artifact_path(state: dict | None = None) -> Path:
@@ -50,6 +49,7 @@ def load(state: dict | None = None, source: str = "peachpy", cc: str | None = No
         return peachpy
     if source != "clang":
         raise StencilError(f"unknown stencil source {source!r} (choose from {', '.join(SOURCES)})")
+    from . import cstencils     # compiler-built stencils: imported when asked for
     return {**peachpy, **cstencils.load(cc)}
 
 

@@ -17,7 +17,9 @@ TRACEABLE = frozenset({
     "JUMP", "JUMP_IF_FALSE", "JUMP_IF_TRUE", "LOOP",
     "CELL_ADD", "CELL_ZERO", "MOVE", "CELL_OUT", "CELL_IN", "PRINT_BYTE",
     "JUMP_IF_CELL_ZERO", "LOOP_IF_CELL", "CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD", "SCAN",
-    "MOVE_JUMP_IF_CELL_ZERO", "MOVE_LOOP_IF_CELL", "CELL_ADD2_AT"})
+    "MOVE_JUMP_IF_CELL_ZERO", "MOVE_LOOP_IF_CELL", "CELL_ADD2_AT",
+    "JUMP_IF_CELL_ZERO_AT", "LOOP_IF_CELL_AT", "CELL_MULADD_AT", "CELL_MOVE_AT", "CELL_MOVE2_AT", "CELL_COPY_AT",
+    "CELL_MOVE_PAIR_AT"})
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,9 @@ class TraceOp:
     stencil: str
     exit_pc: int | None = None     # where its guard leaves to (branch), if it has one
     loop_pc: int | None = None     # an inner loop's back-edge: its header, in this trace
+    # the jump at the end of a block (add_blocks) back into the trace: no
+    # instruction of the program, so never counted
+    synthetic: bool = False
     # the instruction's name, set once here: the optimizer asks for it often
     # (a cached_property's first use takes a lock, per instruction)
     name: str = field(init=False, repr=False, compare=False)
@@ -133,6 +138,59 @@ def from_recording(code: list[tuple[int, int]], rec: list[int], stop_pc: int,
     else:
         why = f"{isa.INSTRUCTIONS[code[stop_pc][0]].name} has no stencil"
     return _ends(trace, stop_pc, why)
+
+
+BLOCK_MAX = 48      # instructions of one block (add_blocks)
+
+
+def add_blocks(trace: Trace, code, max_ops: int | None = None) -> int:
+    """Regions instead of side traces: where a closed trace's guard leaves for
+    code the recording did not run (an if's body it skipped, the else of a
+    minipy if) and that code comes back into the trace within BLOCK_MAX
+    instructions, without a loop, the code goes into the trace as a block
+    after its end, and the guard jumps there; the block jumps back where it
+    meets the trace (or an earlier block).  Inside a block a branch goes the
+    way that falls through, its other way a label or an exit as anywhere.
+    Returns the number of blocks added."""
+    if not trace.closed:
+        return 0
+    in_trace = {t.pc for t in trace.ops}
+    added = 0
+    for t in list(trace.ops):
+        if t.exit_pc is None or t.exit_pc in in_trace or t.loop_pc is not None \
+                or t.exit_pc <= t.pc or isa.INSTRUCTIONS[t.op].flow is not Flow.BRANCH:
+            continue
+        block = _block(code, t.exit_pc, in_trace)
+        if block is None or (max_ops is not None and len(trace.ops) + len(block) > max_ops):
+            continue
+        trace.ops += block
+        in_trace |= {b.pc for b in block if not b.synthetic}
+        added += 1
+    return added
+
+
+def _block(code, pc: int, in_trace: set) -> list[TraceOp] | None:
+    ops: list[TraceOp] = []
+    while len(ops) < BLOCK_MAX and 0 <= pc < len(code):
+        if pc in in_trace:                  # back into the trace
+            ops.append(TraceOp(-1, isa.OPCODE["JUMP"], 0, "JUMP:to", loop_pc=pc, synthetic=True))
+            return ops
+        op, arg = code[pc]
+        ins = isa.INSTRUCTIONS[op]
+        if ins.name not in TRACEABLE:
+            return None
+        if ins.flow is Flow.NEXT:
+            ops.append(TraceOp(pc, op, arg, ins.name))
+            pc += 1
+        elif ins.flow is Flow.BRANCH:
+            ops.append(TraceOp(pc, op, arg, f"{ins.name}:fallthrough", pc + isa.jump_disp(ins, arg)))
+            pc += 1
+        elif ins.flow is Flow.JUMP:
+            ops.append(TraceOp(pc, op, arg, ins.name))
+            pc += isa.jump_disp(ins, arg)
+        else:
+            return None                     # a loop, a call: not a block
+    return None
 
 
 def _past_loop(code, rec, i: int, first: int, last: int, memo: dict | None = None) -> int:

@@ -1,0 +1,178 @@
+"""`bench programs --corpus`: every configuration judged over the whole
+corpus (corpus/corpus.toml), not by its best program.
+
+Per program: each configuration's speedup over `tailcall --bf-opt 0`, in
+steady state (time inside the VM, compiles excluded) and whole process
+(`shimlab run` timed from the outside: start-up, compiles and the run);
+minipy programs also under CPython (the venv's, in process and as `python
+FILE`); and what the JIT compiled: traces, bytes of code, bytes per VM
+instruction in traces, compile time.  Then, per configuration, the
+distribution: the geometric mean with its bootstrap interval, the worst and
+the best program, over the whole corpus and over its mandelbrot-class
+programs.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import corpus as corpus_mod
+from .. import modes as mode_registry
+from . import harness, stats
+from .table import table
+
+CPYTHON = harness.CPYTHON
+
+
+def configs(entries, cc: str, modes_, jit_opts, bf_opts, whole: bool,
+            before: str | None = None) -> list[harness.Config]:
+    """tailcall at every front end level (the first is the baseline), each
+    JIT mode at every optimizer level at the last front end level (its
+    default), CPython for minipy; each steady and, with `whole`, whole
+    process; with `before` (another checkout's root) each shimlab
+    configuration also as that checkout runs it."""
+    from dataclasses import replace
+    out = []
+    for e in entries:
+        w = str(e.path)
+        inp = str(e.input) if e.input else None
+        levels = bf_opts if e.language == "bf" else (0,)
+        base = [harness.Config("programs", w, m, cc, inp, bf_opt=b)
+                for m in modes_ if not mode_registry.is_jit(m) for b in levels]
+        jit = [harness.Config("programs", w, m, cc, inp, jit_opt=o, bf_opt=levels[-1])
+               for m in modes_ if mode_registry.is_jit(m) for o in jit_opts]
+        py = [harness.Config("programs", w, CPYTHON, cc, inp)] if e.language == "minipy" else []
+        for c in base + jit + py:
+            for v in [c] + ([replace(c, checkout=before)] if before and c.mode != CPYTHON
+                            else []):
+                out.append(v)
+                if whole:
+                    out.append(_whole(v))
+    return out
+
+
+def _whole(c: harness.Config) -> harness.Config:
+    from dataclasses import replace
+    return replace(c, whole=True)
+
+
+def label(c: harness.Config) -> str:
+    """A configuration's column in the per-program table (a JIT runs at the
+    last front end level, so its column names only its optimizer level)."""
+    if c.mode == CPYTHON:
+        return "CPython"
+    before = " before" if c.checkout else ""
+    if mode_registry.is_jit(c.mode):
+        return f"{c.mode} o{c.jit_opt}{before}"
+    return f"{c.mode} bf{c.bf_opt}{before}"
+
+
+def _group_label(c: harness.Config) -> str:
+    """The name a configuration has across programs."""
+    if c.mode == CPYTHON:
+        return "CPython"
+    before = " (before)" if c.checkout else ""
+    if mode_registry.is_jit(c.mode):
+        return f"{c.mode} --jit-opt {c.jit_opt}{before}"
+    return f"{c.mode} --bf-opt {c.bf_opt}{before}"
+
+
+def _base(c: harness.Config) -> harness.Config:
+    """What a configuration's speedup is over: tailcall --bf-opt 0 of this
+    checkout (the interpreter at level 0 is the same code before and after)."""
+    return harness.Config("programs", c.workload, "tailcall", c.cc, c.input, whole=c.whole)
+
+
+def speedups(results, cfgs: list[harness.Config]) -> dict:
+    """key -> (speedup over tailcall --bf-opt 0 of the same kind, lo, hi, samples, base samples)."""
+    out = {}
+    for c in cfgs:
+        b = _base(c)
+        if c.key not in results or b.key not in results:
+            continue
+        g, bg = results.get(c.key).ns_groups(), results.get(b.key).ns_groups()
+        r, lo, hi = stats.ratio_ci(bg, g)
+        out[c.key] = (r, lo, hi, g, bg)
+    return out
+
+
+def _jit_stats(results, c: harness.Config) -> dict | None:
+    if c.key not in results:
+        return None
+    runs = [r.jit for r in results.get(c.key).runs if r.jit]
+    if not runs:
+        return None
+    return {k: stats.median([r[k] for r in runs]) for k in runs[0]}
+
+
+def report(results, cfgs: list[harness.Config], entries) -> list[str]:
+    sp = speedups(results, cfgs)
+    lines = []
+    shown = [c for c in cfgs if not (c.mode == "tailcall" and c.bf_opt == 0 and not c.checkout)]
+    by_name = {str(e.path): e for e in entries}
+    # per program
+    cols = []
+    for c in shown:
+        lab = label(c) + (" whole" if c.whole else "")
+        if lab not in cols:
+            cols.append(lab)
+    rows = []
+    jit_cfg = [c for c in cfgs if mode_registry.is_jit(c.mode) and not c.whole]
+    for w in dict.fromkeys(c.workload for c in cfgs):
+        e = by_name.get(w)
+        cells = {}
+        for c in shown:
+            if c.workload == w and c.key in sp:
+                cells[label(c) + (" whole" if c.whole else "")] = f"{sp[c.key][0]:.2f}"
+        js = next((_jit_stats(results, c) for c in jit_cfg if c.workload == w
+                   and _jit_stats(results, c)), None)
+        extra = ["-"] * 4
+        if js:
+            extra = [f"{js['traces']:.0f}", f"{js['code_bytes'] / 1024:.1f}",
+                     f"{js['code_bytes'] / max(js['trace_ops'], 1):.0f}",
+                     f"{js['compile_ns'] / 1e6:.1f}"]
+        rows.append([Path(w).name, (e.style + (" M" if e.mandel else "")) if e else ""]
+                    + [cells.get(k, "-") for k in cols] + extra)
+    lines.append(table(rows, ["program", "style"] + cols +
+                       ["traces", "code KB", "B/VM instr", "compile ms"]))
+    lines.append("speedups over tailcall --bf-opt 0 of the same kind (steady: the run inside "
+                 "the VM, compiles excluded; whole: `shimlab run` from the outside); M: "
+                 "mandelbrot-class; traces, code, bytes per VM instruction in traces and "
+                 "record+optimize+compile time of the first JIT configuration, from a --stats run")
+    # distributions
+    drows = []
+    groups: dict = {}
+    for c in shown:
+        if c.key in sp:
+            groups.setdefault((_group_label(c), c.whole), []).append(c)
+    for subset, pick in (("corpus", lambda e: True), ("mandelbrot-class", lambda e: e.mandel)):
+        for (name, whole), cs in groups.items():
+            cs = [c for c in cs if by_name.get(c.workload) and pick(by_name[c.workload])]
+            if not cs:
+                continue
+            g, lo, hi = stats.geometric_mean_ratio([(sp[c.key][4], sp[c.key][3]) for c in cs])
+            worst = min(cs, key=lambda c: sp[c.key][0])
+            best = max(cs, key=lambda c: sp[c.key][0])
+            drows.append([subset, name, "whole" if whole else "steady", str(len(cs)),
+                          f"{g:.2f}", f"[{lo:.2f}, {hi:.2f}]",
+                          f"{sp[worst.key][0]:.2f} {Path(worst.workload).name}",
+                          f"{sp[best.key][0]:.2f} {Path(best.workload).name}"])
+        drows.append(None)
+    lines.append("")
+    lines.append(table(drows[:-1], ["programs", "configuration", "kind", "n", "geomean",
+                                    "95% CI", "worst", "best"], align="llllrlll"))
+    lines.append("geomean, worst, best: speedup over tailcall --bf-opt 0 (CPython: on the "
+                 "minipy programs only); intervals resample worker processes and runs")
+    return lines
+
+
+def entries_for(names) -> list:
+    """The corpus, or the programs of it whose file names are in `names`."""
+    entries = corpus_mod.entries()
+    if names:
+        wanted = {Path(n).name for n in names}
+        entries = [e for e in entries if e.name in wanted]
+        missing = wanted - {e.name for e in entries}
+        if missing:
+            from ..errors import ShimlabError
+            raise ShimlabError(f"not in the corpus: {', '.join(sorted(missing))}")
+    return entries
