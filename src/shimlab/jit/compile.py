@@ -114,7 +114,7 @@ def _shared_exit(ctx: Context) -> str | None:
     mode = modes.get(ctx.mode)
     if ctx.heat is None or mode.trace_order:
         return None
-    if mode.exit_stencil.startswith("exit:shim"):
+    if mode.shim:
         return "opt:hot-exit:shared:shim"
     return "opt:hot-exit:shared:count" if ctx.count else "opt:hot-exit:shared"
 
