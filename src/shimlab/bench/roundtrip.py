@@ -50,8 +50,8 @@ class Point:
 SIZES = {
     "tiny": dict(base=Point(2, 8), ms=(1, 2, 4), ks=(), one_trace=False, n=300,
                  runs=(2, 1, 4), code_layouts=2),
-    "quick": dict(base=Point(4, 16), ms=(2, 4, 8), ks=(), one_trace=False, n=4000,
-                  runs=(6, 1, 10), code_layouts=3),
+    "quick": dict(base=Point(4, 16), ms=(2, 4, 8), ks=(), one_trace=True, n=4000,
+                  runs=(12, 1, 10), code_layouts=3),
     "full": dict(base=Point(4, 16), ms=(1, 2, 4, 8, 16), ks=(4, 16, 64), one_trace=True,
                  n=20000, runs=(12, 1, 20), code_layouts=3),
 }
@@ -60,9 +60,11 @@ SIZES = {
 def points(size: dict) -> list[Point]:
     """Every point measured: the base, then each factor's other values."""
     base = size["base"]
+    # one trace at every stretch k: what the shared entry jump's prediction
+    # costs there is the difference from M traces (the entry table)
     out = [base] + [Point(m, base.k) for m in size["ms"]] + \
         [Point(base.m, k) for k in size["ks"]] + \
-        ([Point(base.m, base.k, 1)] if size["one_trace"] else [])
+        ([Point(base.m, k, 1) for k in (base.k, *size["ks"])] if size["one_trace"] else [])
     return list(dict.fromkeys(out))
 
 
@@ -278,10 +280,56 @@ def verdict(a: dict, k=None, shim: str = "jit-shim") -> str:
                 f"cycles) and a direct one ({base.fmt(1)}) do not differ significantly: "
                 f"{shim} minus jit-direct is {diff.fmt(1)} cycles.")
     agree = sum(1 for e in per.values() if (e.lo > 0 if sign > 0 else e.hi < 0))
+    same = sum(1 for e in per.values() if e.value * sign > 0)
     return (f"{where} a round trip through the shim costs {abs(diff.value):.1f} cycles {word} "
             f"than a direct one ({shim} minus jit-direct {diff.fmt(1)}; direct "
-            f"{base.fmt(1)} cycles, shim {r['base']['round_trip'].fmt(1)}); significant the "
-            f"same way at {agree} of {len(per)} code layouts on their own.")
+            f"{base.fmt(1)} cycles, shim {r['base']['round_trip'].fmt(1)}); the same way at "
+            f"{same} of {len(per)} code layouts on their own (significantly at {agree}).")
+
+
+def _signed(e: stats.Estimate, what: str) -> str:
+    """'costs 2.6 cycles more' / 'less' / 'does not differ', from an interval."""
+    if e.lo > 0:
+        return f"{what} costs {e.value:.1f} cycles more ({e.fmt(1)})"
+    if e.hi < 0:
+        return f"{what} costs {-e.value:.1f} cycles less ({e.fmt(1)})"
+    return f"{what} does not differ significantly ({e.fmt(1)})"
+
+
+def reading(a: dict, k=None) -> list[str]:
+    """The sentences after the verdict, computed from the run: the shim's
+    own price where the entry jump has one target (one trace entered at
+    every crossing), and why the direct crossings are not linear in M
+    (the shared entry jump, against an entry jump per trace)."""
+    k = next(iter(a["cache"])) if k is None else k
+    ms, base = a["cache"][k], a["size"]["base"]
+    out = []
+    one = Point(base.m, base.k, 1)
+    if "jit-shim" in ms and "jit-direct" in ms and one in ms["jit-shim"]["points"]:
+        shim, direct = ms["jit-shim"]["points"][one], ms["jit-direct"]["points"][one]
+        out.append(_signed(ms["jit-shim"]["vs_direct"][one], "With one trace entered at every "
+                           f"crossing ({one.label()}: ENTER_JIT's jump, and the shim's call, "
+                           "have one target), a round trip through the shim")
+                   + f" than a direct one (shim {shim['round_trip'].fmt(1)}, direct "
+                   f"{direct['round_trip'].fmt(1)} cycles): the shim's own price, with no "
+                   "entry jump to predict.")
+    d, sites = ms.get("jit-direct"), ms.get("jit-direct-sites")
+    if d and "density" in d and not d["density"]["linear"]:
+        xs = d["density"]["ms"]
+        at = {p.m: e["round_trip"] for p, e in d["points"].items()
+              if p.k == base.k and not p.traces}
+        text = (f"A direct round trip is not one number: it grows with the traces that "
+                f"share ENTER_JIT's jump, from {at[xs[0]].fmt(1)} cycles at M={xs[0]} to "
+                f"{at[xs[-1]].fmt(1)} at M={xs[-1]}")
+        if sites and "density" in sites:
+            st = {p.m: e["round_trip"] for p, e in sites["points"].items()
+                  if p.k == base.k and not p.traces}
+            text += (f", while jit-direct-sites, the same crossing with an entry jump per "
+                     f"trace, costs {st[xs[0]].fmt(1)} at M={xs[0]} and "
+                     f"{st[xs[-1]].fmt(1)} at M={xs[-1]}: what grows is the prediction of "
+                     f"one jump with M targets, not the crossing")
+        out.append(text + ".")
+    return out
 
 
 def report(a: dict, out=None) -> None:
@@ -292,6 +340,8 @@ def report(a: dict, out=None) -> None:
         if "jit-shim-args" in ms:
             print(verdict(a, k, "jit-shim-args").replace("the shim", "the shim that passes "
                                                          "the values (jit-shim-args)"), file=out)
+        for line in reading(a, k):
+            print(line, file=out)
     print(file=out)
     for k, ms in a["cache"].items():
         _headline(a, k, ms, out)
@@ -303,6 +353,7 @@ def report(a: dict, out=None) -> None:
     for k, ms in a["cache"].items():
         _density(a, k, ms, out)
         _factors(a, k, ms, out)
+        _entry(a, k, ms, out)
         _layouts(a, k, ms, out)
         _nulls(a, k, ms, out)
     frows = [(f, transitions.FLOOR_TEXT[f], e.fmt(2), floors.INSTRUCTIONS[f])
@@ -340,6 +391,11 @@ def _headline(a: dict, k, ms: dict, out) -> None:
               "exact, from callgrind)", file=out)
 
 
+def at_points(r: dict, base: Point) -> list[Point]:
+    """The density points of one crossing: stretch k of the base, a trace per crossing."""
+    return [p for p in r["points"] if p.k == base.k and not p.traces]
+
+
 def _density(a: dict, k, ms: dict, out) -> None:
     first = next(iter(ms.values()))
     if "density" not in first:
@@ -350,17 +406,21 @@ def _density(a: dict, k, ms: dict, out) -> None:
         d = r["density"]
         at = {p.m: e for p, e in r["points"].items() if p.k == a["size"]["base"].k
               and not p.traces}
+        by_m = {p.m: p for p in at_points(r, a["size"]["base"])}
+        vs = [("-" if mode == "jit-direct" or "vs_direct" not in r
+               else r["vs_direct"][by_m[m]].fmt(1)) for m in xs]
         rows.append((mode, *(at[m]["round_trip"].fmt(1) for m in xs),
                      d["through_zero"].fmt(1) if d["linear"] else "-",
                      "yes" if d["linear"] else "no: " + ", ".join(
-                         f"M={x} vs {y}" for x, y in d["unequal"])))
+                         f"M={x} vs {y}" for x, y in d["unequal"]), *vs))
     n_pairs = len(xs) * (len(xs) - 1) // 2
     print(f"\n{'K=' + str(k) + ': ' if k else ''}density: cycles per round trip at M crossings "
           f"(and traces) per iteration, k={a['size']['base'].k}; linear: one cost at every M "
           f"(no two differ, each pair at {100 * (1 - 0.05 / max(n_pairs, 1)):.3g}%); "
-          "over all M: the slope of the difference through 0, where linear:", file=out)
-    print(table(rows, ["mode"] + [f"M={m}" for m in xs] + ["over all M", "linear"],
-                align="l" * (len(xs) + 3)), file=out)
+          "over all M: the slope of the difference through 0, where linear; then minus "
+          "jit-direct at each M:", file=out)
+    print(table(rows, ["mode"] + [f"M={m}" for m in xs] + ["over all M", "linear"]
+                + [f"-direct M={m}" for m in xs], align="l" * (2 * len(xs) + 3)), file=out)
 
 
 def _factors(a: dict, k, ms: dict, out) -> None:
@@ -380,6 +440,32 @@ def _factors(a: dict, k, ms: dict, out) -> None:
     print(table(rows, ["mode"] + [p.label() for p in cols] + [f"-direct {p.label()}"
                                                               for p in cols],
                 align="l" * (1 + 2 * len(cols))), file=out)
+
+
+def _entry(a: dict, k, ms: dict, out) -> None:
+    """Per stretch k: the round trip with M traces sharing the entry and with
+    one trace entered M times, their difference (what predicting the shared
+    entry's M targets costs), and shim minus direct in both: where the shim
+    comes out cheaper, whether its own part or its entry's prediction is."""
+    base = a["size"]["base"]
+    pairs = [(Point(base.m, p.k), p) for p in next(iter(ms.values()))["points"] if p.traces]
+    if not pairs:
+        return
+    rows = []
+    for mode, r in ms.items():
+        for many, one in sorted(pairs, key=lambda x: x[0].k):
+            at = r["points"]
+            vs = r.get("vs_direct", {})
+            rows.append((mode, f"k={many.k}", at[many]["round_trip"].fmt(1),
+                         at[one]["round_trip"].fmt(1),
+                         stats.difference(at[many]["round_trip"], at[one]["round_trip"]).fmt(1),
+                         "-" if mode == "jit-direct" or not vs else vs[many].fmt(1),
+                         "-" if mode == "jit-direct" or not vs else vs[one].fmt(1)))
+    print(f"\n{'K=' + str(k) + ': ' if k else ''}the entry, at M={base.m}: a trace per "
+          "crossing (M traces share ENTER_JIT's jump, or the shim's call) against one trace "
+          "entered at every crossing (one target); cycles per round trip:", file=out)
+    print(table(rows, ["mode", "stretch", "M traces", "one trace", "the entry's prediction",
+                       "-direct, M traces", "-direct, one trace"], align="l" * 7), file=out)
 
 
 def _layouts(a: dict, k, ms: dict, out) -> None:
@@ -427,6 +513,7 @@ def to_json(a: dict) -> dict:
         return v
     out = enc(a)
     out["verdict"] = verdict(a)
+    out["reading"] = reading(a)
     return out
 
 

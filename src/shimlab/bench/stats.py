@@ -331,40 +331,28 @@ def median_estimate(x, n_boot: int = 2000, rng=0, alpha: float = 0.05) -> Estima
 
 
 def paired_difference(a, b, n_boot: int = 2000, rng=0, alpha: float = 0.05) -> Estimate:
-    """process_median(a) - process_median(b) for samples taken in pairs: a[i]
-    and b[i] are the samples of one worker process that ran both programs
-    (interleaved, one build, one code layout).  The bootstrap draws the same
-    processes for both sides, so what the pair has in common (the layout,
-    the process) cancels rather than widening the interval; within a
-    process each side's samples are resampled on their own."""
+    """The median over worker processes of each process's median of
+    a[i][j] - b[i][j]: a[i] and b[i] are the samples of one worker process
+    that ran both programs (interleaved, one build, one code layout), and
+    sample j of both sides ran at the same memory layout.  So what a pair has
+    in common (the process, the code layout, the memory layout) cancels in
+    each difference rather than widening the interval.  The bootstrap draws
+    processes, and within each drawn process its pairs."""
     a = [np.asarray(x, dtype=np.float64).ravel() for x in a]
     b = [np.asarray(x, dtype=np.float64).ravel() for x in b]
     if len(a) != len(b) or not a or any(x.size == 0 for x in a + b):
         raise ValueError("paired samples: one non-empty group per process on each side")
-    if len(a) == 1:       # one process: its samples are all there is to resample
-        rng = np.random.default_rng(rng)
-        reps = _boot_stats(a[0], np.median, n_boot, rng) - _boot_stats(b[0], np.median,
-                                                                         n_boot, rng)
-        return estimate(process_median(a) - process_median(b), reps, alpha)
+    if any(x.size != y.size for x, y in zip(a, b)):
+        raise ValueError("paired samples: as many samples on each side of a process")
+    if n_boot < 1:
+        raise ValueError("n_boot must be >= 1")
     rng = np.random.default_rng(rng)
-    g = len(a)
-    reps = np.empty(n_boot)
-    # as _boot_stats: every drawn process contributes its side's largest
-    # group's size in samples, drawn from its own; in chunks, vectorised
-    chunk = max(1, _CHUNK_ELEMENTS // (g * max(x.size for x in a + b)))
-    for start in range(0, n_boot, chunk):
-        m = min(chunk, n_boot - start)
-        which = rng.integers(0, g, size=(m, g))
-        sides = []
-        for side in (a, b):
-            lengths = np.array([x.size for x in side])
-            offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-            flat, size = np.concatenate(side), int(lengths.max())
-            within = (rng.random(size=(m, g, size)) * lengths[which][..., None]).astype(np.int64)
-            idx = (offsets[which][..., None] + within).reshape(m, g * size)
-            sides.append(np.median(flat[idx], axis=1))
-        reps[start:start + m] = sides[0] - sides[1]
-    return estimate(process_median(a) - process_median(b), reps, alpha)
+    diffs = [x - y for x, y in zip(a, b)]
+    # each process's replicates of its median difference, then processes drawn
+    d = np.vstack([_boot_stats(x, np.median, n_boot, rng) for x in diffs])
+    which = rng.integers(0, len(diffs), size=(n_boot, len(diffs)))
+    reps = np.median(d[which, np.arange(n_boot)[:, None]], axis=1)
+    return estimate(float(np.median([np.median(x) for x in diffs])), reps, alpha)
 
 
 def difference(a: Estimate, b: Estimate, alpha: float = 0.05) -> Estimate:
