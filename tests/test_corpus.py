@@ -109,6 +109,20 @@ def test_bf_expected_output_is_the_c_translations(entry):
     assert c_reference(entry.path, _data(entry)) == entry.expected.read_bytes()
 
 
+def test_hand_written_bf_outputs_are_their_tasks_models():
+    """The hand-written programs' outputs are what a Python model of each
+    task prints (corpus/gen/hand_outputs.py; the C translation is checked
+    against the same files above), and their inputs are the model's."""
+    sys.path.insert(0, str(ROOT / "corpus" / "gen"))
+    import hand_outputs
+    for name, model in hand_outputs.MODELS.items():
+        src = ROOT / "corpus" / "bf" / f"{name}.bf"
+        assert any(e.path == src and e.style == "hand" for e in ENTRIES), name
+        assert src.with_suffix(".out").read_bytes() == model(), name
+        if name in hand_outputs.INPUTS:
+            assert src.with_suffix(".in").read_bytes() == hand_outputs.INPUTS[name]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("entry", [e for e in ENTRIES if e.language == "minipy"], ids=_ids)
 def test_minipy_expected_output_is_cpythons(entry):

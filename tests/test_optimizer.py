@@ -296,6 +296,37 @@ def test_a_skipped_if_body_becomes_a_block_that_jumps_back():
     assert add_blocks(trace2, looping) == 0 and len(trace2.ops) == 3
 
 
+def test_checks_of_stretches_that_fall_into_each_other_merge():
+    """A stretch's bounds check covers the next stretches' cells (shifted by
+    the head's constant moves) when they are reached only through it; a
+    label, a scan or a loop's back-edge starts over."""
+    P, L = optimize.Piece, optimize.Lowered
+
+    def check(lo, hi, pc):
+        return P("opt:check:len", {"cell": lo, "hi": hi, "oparg": 100 - (hi - lo)},
+                 _check_op(pc), 0, counted=False)
+    out = L(pieces=[check(0, 2, 0), P("opt:add", {"cell": 1, "byte": 1}),
+                    P("opt:head", {"cell": 3}), P("JUMP_IF_CELL_ZERO:fallthrough", {}),
+                    check(-1, 4, 5), P("opt:zero", {"cell": 4}),
+                    P("opt:head", {"cell": -2}), check(0, 0, 7),           # merged too
+                    check(-3, 1, 9), P("opt:zero", {"cell": 0}),           # at a label
+                    P("SCAN", {}), check(0, 1, 11), P("opt:zero", {"cell": 1})],
+                labels={0: 0, 5: 4, 9: 8, 11: 11}, starts=[0, 4, 8, 11])
+    optimize._merge_checks(out, 100, label_pcs={0, 9})
+    checks = [p for p in out.pieces if p.stencil == "opt:check:len"]
+    assert [(c.values["cell"], c.values["hi"], c.values["oparg"]) for c in checks] == \
+        [(0, 7, 93), (-3, 1, 96), (0, 1, 99)]
+    # the indices after a removed piece move down: labels and starts still find their pieces
+    assert out.labels == {0: 0, 5: 4, 9: 6, 11: 9} and out.starts == [0, 4, 6, 9]
+    assert out.pieces[6] is checks[1] and out.pieces[9] is checks[2]
+    assert out.folded == {"bounds checks merged across stretches": 2}
+
+
+def _check_op(pc):
+    from shimlab.jit.trace import TraceOp
+    return TraceOp(pc, OP["CELL_ADD_AT"], isa.pack_cell(0, 1), "CELL_ADD_AT")
+
+
 def test_stats_say_what_ran_in_traces_and_what_the_optimizer_did():
     *_, report, folded = _stats(">+++++[<++++++++>-]<[>>+++[->+<]<-]>>>.", "bf", opt=1,
                                 threshold=1)
@@ -453,7 +484,9 @@ def _recordings(path):
             except Decline as d:
                 entry.append(("declined", d.reason, d.retry))
                 raise
-            entry.append((trace.ops, trace.closed, trace.end_pc, trace.why_end, trace.retry))
+            # (a copy: the JIT then adds the blocks of its regions to trace.ops in place)
+            entry.append((list(trace.ops), trace.closed, trace.end_pc, trace.why_end,
+                          trace.retry))
             return trace
         runtime.from_recording = spy
         with vm.Loaded(b, load_program(path, bf_opt=1), _input_for(path),

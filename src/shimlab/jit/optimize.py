@@ -108,11 +108,12 @@ def lower(trace: Trace, consts: list[int], level: int, count: bool,
     head.run()
     if head.disturbed:    # a back-edge could not bring the cached values back: spill at the start
         out = Lowered()
-        _VirtualHead(trace, ops, consts, count, out, fuse_stack=level >= 2, cache=cache,
-                     tape_len=tape_len,
-                     keep_start=False).run()
+        head = _VirtualHead(trace, ops, consts, count, out, fuse_stack=level >= 2, cache=cache,
+                            tape_len=tape_len, keep_start=False)
+        head.run()
     if tape_len is not None and not any(_overridden(t.stencil) for t in ops):
-        _one_check(out, tape_len)
+        if not _one_check(out, tape_len):
+            _merge_checks(out, tape_len, head.label_pcs)
     # (the locals' registers are cached values' too, from K = 3 or 4 on: a
     # trace that keeps cached values keeps no locals)
     if level >= 3 and registers and cache is None and not any(_overridden(t.stencil) for t in ops):
@@ -120,7 +121,7 @@ def lower(trace: Trace, consts: list[int], level: int, count: bool,
     return out
 
 
-def _one_check(out: Lowered, tape_len: int) -> None:
+def _one_check(out: Lowered, tape_len: int) -> bool:
     """When the head register stays where the trace's first check found it
     until the last check (nothing moves it in between: every stretch's
     offsets are from the same head), the first check covers every stretch's
@@ -130,12 +131,61 @@ def _one_check(out: Lowered, tape_len: int) -> None:
     checks = [i for i, p in enumerate(out.pieces) if p.stencil == "opt:check:len"]
     if len(checks) < 2 or any(p.stencil == "opt:head" or p.stencil.startswith(("SCAN", "MOVE"))
                               for p in out.pieces[checks[0]:checks[-1]]):
-        return
+        return False
     lo = min(out.pieces[i].values["cell"] for i in checks)
     hi = max(out.pieces[i].values["hi"] for i in checks)
-    first = out.pieces[checks[0]]
-    first.values = {**first.values, "cell": lo, "hi": hi, "oparg": max(tape_len - (hi - lo), 0)}
-    gone = set(checks[1:])
+    _widen(out.pieces[checks[0]], lo, hi, tape_len)
+    _drop(out, set(checks[1:]))
+    out.note("bounds checks hoisted", len(checks) - 1)
+    return True
+
+
+def _widen(check: Piece, lo: int, hi: int, tape_len: int) -> None:
+    check.values = {**check.values, "cell": lo, "hi": hi, "oparg": max(tape_len - (hi - lo), 0)}
+
+
+# pieces that neither move the head register nor jump back: a check before
+# them still holds after them (_merge_checks); a forward branch's target is a
+# label, where the merging starts over
+_HEAD_KEPT = frozenset({"count", "opt:zero", "opt:set", "opt:add", "opt:copy", "opt:copyadd",
+                        "opt:muladd", "opt:guard-zero", "opt:guard-nonzero",
+                        "JUMP_IF_CELL_ZERO:fallthrough", "JUMP_IF_CELL_ZERO:taken",
+                        "JUMP_IF_CELL_ZERO_AT:fallthrough", "JUMP_IF_CELL_ZERO_AT:taken",
+                        "LOOP_IF_CELL:fallthrough", "LOOP_IF_CELL_AT:fallthrough"})
+
+
+def _merge_checks(out: Lowered, tape_len: int, label_pcs: set) -> None:
+    """Stretches one after another that only fall into each other (the later
+    one's start no label, nothing between them but cell operations, exits,
+    forward branches and head moves by constants): the first one's check
+    covers the others' cells, each shifted by how far the head moved, and
+    theirs go.  A deopt there resumes at the first stretch, before any of
+    them ran, as _one_check's does."""
+    joins = {out.labels[pc] for pc in label_pcs if pc in out.labels}
+    cover, delta, lo, hi, gone = None, 0, 0, 0, set()
+    for i, p in enumerate(out.pieces):
+        if i in joins:
+            cover = None
+        s = p.stencil
+        if s == "opt:check:len":
+            a, b = delta + p.values["cell"], delta + p.values["hi"]
+            if cover is None:
+                cover, delta, lo, hi = p, 0, p.values["cell"], p.values["hi"]
+            else:
+                lo, hi = min(lo, a), max(hi, b)
+                _widen(cover, lo, hi, tape_len)
+                gone.add(i)
+        elif s == "opt:head":
+            delta += p.values["cell"]
+        elif s not in _HEAD_KEPT:
+            cover = None
+    if gone:
+        _drop(out, gone)
+        out.note("bounds checks merged across stretches", len(gone))
+
+
+def _drop(out: Lowered, gone: set) -> None:
+    """Removes the pieces at the indices `gone`, keeping labels and starts."""
     keep = [p for i, p in enumerate(out.pieces) if i not in gone]
     # every index moves down by the pieces removed before it
     shift = list(accumulate(1 if i in gone else 0 for i in range(len(out.pieces) + 1)))
@@ -145,7 +195,6 @@ def _one_check(out: Lowered, tape_len: int) -> None:
     out.pieces = keep
     out.labels = {pc: moved(i) for pc, i in out.labels.items()}
     out.starts = [moved(i) for i in out.starts]
-    out.note("bounds checks hoisted", len(gone))
 
 
 _PLAIN_VARIANTS = ("", "taken", "fallthrough", "close", "inner", "to")
