@@ -21,13 +21,10 @@ from ..errors import ShimlabError
 from ..frontend.verify import verify
 from ..interp import build
 from ..jit import stencils as stencil_store
-from ..jit.trace import TRACEABLE
 from . import stats
 from .table import table
 
 SOURCES = ("peachpy", "clang")
-BINOPS = ("ADD", "SUB", "MUL", "FLOORDIV", "MOD", "LSHIFT", "RSHIFT", "AND", "OR", "XOR",
-          "LT", "LE", "EQ", "NE", "GT", "GE")
 # Output and input would measure the buffer, not the stencil.
 SKIP = ("CELL_OUT", "CELL_IN", "PRINT_BYTE")
 
@@ -35,9 +32,9 @@ SKIP = ("CELL_OUT", "CELL_IN", "PRINT_BYTE")
 def unit(name: str) -> list[tuple[str, int]]:
     """A stack-neutral sequence that runs `name` once (locals 1 and 2 hold 7 and 3).
     Conditional jumps jump by one, so both ways lead on."""
-    if name in BINOPS:
+    if name in isa.BINOPS:
         return [("LOAD_LOCAL", 1), ("LOAD_LOCAL", 2), (name, 0), ("STORE_LOCAL", 3)]
-    if name in ("NEG", "INVERT", "NOT"):
+    if name in isa.UNOPS:
         return [("LOAD_LOCAL", 1), (name, 0), ("STORE_LOCAL", 3)]
     if name in ("JUMP_IF_FALSE", "JUMP_IF_TRUE"):
         return [("LOAD_LOCAL", 1), (name, 1)]
@@ -55,7 +52,7 @@ def unit(name: str) -> list[tuple[str, int]]:
 def instructions() -> list[str]:
     """The instructions compared: those with a stencil and a unit."""
     return [ins.name for ins in isa.INSTRUCTIONS
-            if ins.name in TRACEABLE and ins.name not in SKIP and unit(ins.name)]
+            if ins.has_stencil and ins.name not in SKIP and unit(ins.name)]
 
 
 def program(name: str | None, units: int, n: int):

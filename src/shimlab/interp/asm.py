@@ -16,17 +16,12 @@ from ..errors import BuildError
 from ..isa import Flow
 from ..stencil import StencilError, find_holes
 
-# The one list of instructions the asm interpreter leaves to the C tail-call
-# handler of the same name (its table points straight at sl_op_NAME).  They
-# call into C (output formatting, buffer growth) or move whole frames, and
-# none is on a hot dispatch path in the benchmarks; every other instruction
-# must have a PeachPy body, or the build fails naming it.
-C_HANDLERS = {
-    "HALT": "leaves the interpreter: saves the state and returns to C",
-    "CALL": "frame setup with a bounds check and a loop zeroing locals",
-    "RETURN": "frame teardown through vm->frames",
-    "PRINT": "decimal formatting (sl_print_int) and output buffer growth",
-}
+# The instructions the asm interpreter leaves to the C tail-call handler of
+# the same name (its table points straight at sl_op_NAME): those isa.py gives
+# no stencil, with the reason it gives (they call into C or move whole frames,
+# and none is on a hot dispatch path in the benchmarks).  Every other
+# instruction must have a PeachPy body, or the build fails naming it.
+C_HANDLERS = {ins.name: ins.no_stencil for ins in isa.INSTRUCTIONS if ins.no_stencil}
 
 # Stencil bodies are reused as they are: a hole becomes the operand read
 # from ip->arg into OPERAND (and CONSTS for the constant pool), registers no
@@ -160,12 +155,12 @@ def handler(ins: isa.Instr, registry: dict, regs: jasm.Regs, count_offset) -> tu
     else:
         if ins.flow not in (Flow.NEXT, Flow.BRANCH, Flow.BACKEDGE_BRANCH):
             raise BuildError(f"asm interpreter: {ins.name} ({ins.flow.value}) has no PeachPy "
-                             "body; list it in interp.asm.C_HANDLERS to use the C handler")
+                             "body; give it a no_stencil reason in isa.py to use the C handler")
         stencil = _stencil_for(ins, registry)
         if stencil is None:
             raise BuildError(f"asm interpreter: {ins.name} has no stencil in jitstubs/ to build "
-                             "its handler from; write one, or list it in "
-                             "interp.asm.C_HANDLERS to use the C handler")
+                             "its handler from; write one, or give it a no_stencil "
+                             "reason in isa.py (C_HANDLERS) to use the C handler")
         registry[stencil][0](a, regs)
         a.dispatch_next()
         if a.taken:
