@@ -23,7 +23,8 @@ LAYERS: list[tuple[str, ...]] = [
     # disasm: capstone, for every listing; elf: ELF files read; dispatch_sites: how
     # handlers dispatch, for dis --native and census alike
     ("shimlab.isa", "shimlab.disasm", "shimlab.elf", "shimlab.dispatch_sites"),
-    ("shimlab.modes", "shimlab.bytecode", "shimlab.stencil"),
+    # result: the limits of a run and its Result, for the oracle and the loader alike
+    ("shimlab.modes", "shimlab.bytecode", "shimlab.stencil", "shimlab.result"),
     ("shimlab.reference", "shimlab.oracle", "shimlab.frontend", "shimlab.toolchain",
      "shimlab.isolate", "shimlab.childpy", "shimlab.perfcounter", "shimlab.progio"),
     ("shimlab.abi",),                  # vm.h as Python sees it; the register contract

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from . import isa
 from .bytecode import Program
-from .reference import Result, describe_error
+from .result import Result, describe_error
 
 
 def _byte(b: int) -> str:

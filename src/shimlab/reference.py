@@ -9,28 +9,10 @@ from . import isa
 from .bytecode import Program
 from .isa import Error, VMError
 from .progio import Reader, Streams, Writer
-from .record import Record, factory
+from .result import MAX_DEPTH, STACK_SIZE, TAPE_LEN, Result, describe_error
 
-# The limits every execution mode shares (interp/loader.py passes the same to C).
-STACK_SIZE = 1 << 18
-MAX_DEPTH = 10_000
-TAPE_LEN = 30_000
-
-
-class Result(Record):
-    output: bytes
-    status: Error
-    err_pc: int = -1
-    err_value: int = 0
-    tape: bytes = b""
-    head: int = 0
-    counts: list[int] = factory(list)
-    locals: list[int] = factory(list)   # the entry function's, at the end
-
-    @property
-    def instructions(self) -> int:
-        return sum(self.counts)
-
+__all__ = ["State", "run", "step", "Result", "describe_error", "MAX_DEPTH", "STACK_SIZE",
+           "TAPE_LEN"]
 
 class State:
     """The VM state isa.py's Python semantics run on (public: the stencil
@@ -200,13 +182,3 @@ def run(program: Program, input: bytes = b"", *, tape_len: int = TAPE_LEN,
                   err_value=s.err_value if status else 0,
                   tape=bytes(s.tape), head=s.head, counts=counts,
                   locals=s.stack[:program.functions[0].nlocals])
-
-
-def describe_error(program: Program, result: Result) -> str:
-    """One line naming where and why a run failed (any mode, the oracle included)."""
-    msg = result.status.message
-    if result.status is Error.TAPE_BOUNDS:
-        msg += f" (to cell {result.err_value})"
-    pos = program.position(result.err_pc)
-    where = f"{program.name}:{pos[0]}:{pos[1]}" if pos and pos[0] else program.name
-    return f"{where}: runtime error at pc {result.err_pc}: {msg}"

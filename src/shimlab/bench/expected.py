@@ -16,6 +16,7 @@ from .. import isolate, reference, vm
 from ..errors import RunError
 from ..frontend import load_program
 from ..interp import build as build_mod
+from ..result import describe_error
 from . import synthetic
 
 ORACLE_STEPS = 1_000_000
@@ -85,5 +86,5 @@ def expected(workload: str, bf_opt: int, input: str | None, tape_len: int,
         result = isolate.call(f"{by} running {Path(workload).name}", vm.run, b, program,
                               data, timeout=timeout, tape_len=tape_len)
     if result.status:
-        raise RunError(reference.describe_error(program, result))
+        raise RunError(describe_error(program, result))
     return {**summary(result), "by": by}, result.instructions

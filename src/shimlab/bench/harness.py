@@ -16,9 +16,10 @@ import sys
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from .. import childpy, isolate, reference
+from .. import childpy, isolate
 from ..errors import RunError, ShimlabError
 from ..interp import build as build_mod
+from ..result import TAPE_LEN
 from . import counters, expected, floors, stats, synthetic
 from .progress import Progress
 from . import results as results_mod
@@ -130,7 +131,7 @@ class Options:
     code_layouts: int = 0
     timeout: float = 600.0
     quiet: bool = False
-    tape_len: int = reference.TAPE_LEN    # BF tape cells in every run (--tape-size)
+    tape_len: int = TAPE_LEN    # BF tape cells in every run (--tape-size)
 
     def __post_init__(self):
         # the CLI's argparse types refuse these first; this holds for callers in Python

@@ -1,7 +1,8 @@
 """`shimlab bench dispatch|transitions|programs`: the suites' arguments."""
 from __future__ import annotations
 
-from .. import modes, reference
+from .. import modes
+from ..result import TAPE_LEN
 from ..bench import dispatch, programs, roundtrip, transitions
 from ..frontend import bf
 from ..interp.generate import CACHE_MAX
@@ -13,8 +14,8 @@ MAX_TAPE = 1 << 30
 
 def _tape_size(p) -> None:
     p.add_argument("--tape-size", type=int_in(1, MAX_TAPE, "a number of cells"),
-                   default=reference.TAPE_LEN, metavar="N",
-                   help=f"BF programs: cells on the tape (default {reference.TAPE_LEN})")
+                   default=TAPE_LEN, metavar="N",
+                   help=f"BF programs: cells on the tape (default {TAPE_LEN})")
 
 
 def _cache(p, what: str) -> None:

@@ -15,6 +15,7 @@ from ..frontend import bf
 # the JIT's defaults alone: the JIT itself loads only in a JIT mode
 from ..jit.defaults import DEFAULT_LEVEL, DEFAULT_THRESHOLD, LEVELS
 from ..progio import Streams
+from ..result import TAPE_LEN, describe_error
 from . import numbers, stdout
 
 RUN_MODES = modes.NAMES + (modes.REFERENCE,)
@@ -74,8 +75,8 @@ def add_parser(sub, help_text: str) -> None:
                    help="stop the run with an error when the program has output BYTES bytes "
                         "and outputs more (default: no limit; output is written as it is "
                         "produced, so memory stays bounded either way)")
-    p.add_argument("--tape-size", default=reference.TAPE_LEN, metavar="N",
-                   help=f"BF programs: cells on the tape (default {reference.TAPE_LEN}, at "
+    p.add_argument("--tape-size", default=TAPE_LEN, metavar="N",
+                   help=f"BF programs: cells on the tape (default {TAPE_LEN}, at "
                         f"most {MAX_TAPE}); moving the head past either end is an error")
     p.set_defaults(fn=cmd_run)
 
@@ -349,6 +350,6 @@ def cmd_run(args) -> int:
                              tape_len=args.tape_size,
                              streams=Streams(max_output=args.max_output))
     if result.status:
-        print(f"shimlab: {reference.describe_error(program, result)}", file=sys.stderr)
+        print(f"shimlab: {describe_error(program, result)}", file=sys.stderr)
         return 1
     return 0

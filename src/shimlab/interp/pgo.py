@@ -22,7 +22,7 @@ from .. import childpy, modes, toolchain
 from ..errors import BuildError, RunError, ToolchainError
 from ..frontend import load_program
 from ..paths import CSRC, EXAMPLES, cache_root
-from ..reference import describe_error
+from ..result import describe_error
 from . import build as build_mod
 from . import generate, loader
 
