@@ -224,6 +224,19 @@ def measure_and_tell(configs: list[Config], results: ResultFile, opts: Options,
     return outcome
 
 
+def check_workloads(paths) -> None:
+    """--workload files that are not there, refused before anything is probed or built."""
+    for w in paths or ():
+        if not Path(w).exists():
+            raise ShimlabError(f"{w}: no such workload")
+
+
+def check_file_options(args) -> None:
+    """A suite's -o, --resume and --force, refused before anything is probed or built."""
+    results_mod.check_file_options(getattr(args, "output", None), getattr(args, "resume", None),
+                                   bool(getattr(args, "force", False)))
+
+
 def open_results(args, suite: str, configs: list[Config]) -> ResultFile:
     """The results file of a suite's command line: -o, --resume and --force
     (results.open_for), for this run's configurations."""

@@ -171,7 +171,34 @@ def _stencil_table(records: list[dict]) -> None:
                        "verdict"], align="lrlrrrll"))
 
 
+def check_options(args) -> None:
+    """Every refusal of bench programs' options, before a compiler is probed
+    or anything built: options of the other design, missing workloads,
+    --before without a checkout, the results file's options."""
+    corpus = getattr(args, "corpus", False)
+    if corpus:
+        from . import corpus_report
+        for flag, given in (("--quick", getattr(args, "quick", False)),
+                            ("--cache", getattr(args, "cache", None)),
+                            ("--stencil", getattr(args, "stencil", None))):
+            if given:
+                raise ShimlabError(f"{flag} does not apply to --corpus")
+        corpus_report.entries_for(args.workload)
+        before = getattr(args, "before", None)
+        if before and not (Path(before) / ".venv" / "bin" / "python").exists():
+            raise ShimlabError(f"--before {before}: no .venv/bin/python there (make setup in it)")
+    else:
+        for flag, given in (("--mode", getattr(args, "mode", None)),
+                            ("--no-whole", getattr(args, "no_whole", False)),
+                            ("--before", getattr(args, "before", None))):
+            if given:
+                raise ShimlabError(f"{flag} applies to --corpus only")
+        harness.check_workloads(args.workload)
+    harness.check_file_options(args)
+
+
 def main(args) -> int:
+    check_options(args)
     cc = toolchain.get_compiler(args.cc, need=set(mode_registry.get("jit-direct").features)).name
     if getattr(args, "corpus", False):
         return corpus_main(args, cc)
@@ -242,9 +269,7 @@ def corpus_main(args, cc: str) -> int:
     modes_ = list(dict.fromkeys(["tailcall"] + (getattr(args, "mode", None) or ["jit-direct"])))
     jit_opts = sorted(set(getattr(args, "jit_opt", None) or [defaults.DEFAULT_LEVEL]))
     bf_opts = sorted(set(getattr(args, "bf_opt", None) or bf.LEVELS))
-    before = getattr(args, "before", None)
-    if before and not (Path(before) / ".venv" / "bin" / "python").exists():
-        raise ShimlabError(f"--before {before}: no .venv/bin/python there (make setup in it)")
+    before = getattr(args, "before", None)      # (check_options checked it)
     configs = corpus_report.configs(entries, cc, modes_, jit_opts, bf_opts,
                                     whole=not getattr(args, "no_whole", False),
                                     before=str(Path(before).resolve()) if before else None)

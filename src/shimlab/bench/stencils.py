@@ -224,25 +224,27 @@ def is_pair(names: list[str]) -> bool:
 
 
 def main(args) -> int:
+    pair = is_pair(args.instruction)
+    if not pair:            # names checked before the compiler is probed
+        staged = [nm for nm in args.instruction if ":" in nm]
+        if staged:
+            raise ShimlabError(f"{staged[0]} is a stencil, not an instruction: compare two "
+                               f"stencils of one instruction as `stencils compare A B`")
+        bad = [nm for nm in args.instruction if nm not in instructions()]
+        if bad:
+            raise ShimlabError(f"cannot compare {', '.join(bad)} (choose from "
+                               f"{', '.join(instructions())})")
     cc = toolchain.get_compiler(args.cc, need={"preserve_none", "musttail"}).name
     n, units = (200, 16) if args.quick else (2000, 32)
     rounds, samples = (2, 5) if args.quick else (args.rounds, 15)
-    if is_pair(args.instruction):
+    if pair:
         a, b = args.instruction
         name, _, variants = pair_variants(a, b, contract.state_of(cc))
         data = isolate.call("stencils compare", _pinned, [name], cc, units, n, rounds, samples,
                             variants)
         report_pair(data, a, b, name, cc, units, n)
         return 0
-    staged = [nm for nm in args.instruction if ":" in nm]
-    if staged:
-        raise ShimlabError(f"{staged[0]} is a stencil, not an instruction: compare two "
-                           f"stencils of one instruction as `stencils compare A B`")
     names = args.instruction or instructions()
-    bad = [nm for nm in names if nm not in instructions()]
-    if bad:
-        raise ShimlabError(f"cannot compare {', '.join(bad)} (choose from "
-                           f"{', '.join(instructions())})")
     data = isolate.call("stencils compare", _pinned, names, cc, units, n, rounds, samples)
     report(data, names, cc, units, n)
     return 0

@@ -153,6 +153,8 @@ def add_parser(sub, help_text: str) -> None:
 
 def run_transitions(args) -> int:
     """`bench transitions`: the paired design, or the sweep it replaced."""
+    from ..bench import harness
+    harness.check_file_options(args)     # before either design probes a compiler
     if getattr(args, "design", "paired") == "sweep":
         return transitions.main(args)
     return roundtrip.main(args)

@@ -281,7 +281,17 @@ def cmd_run(args) -> int:
     if args.cache and args.mode == modes.REFERENCE:
         raise ShimlabError(f"--cache {args.cache}: the reference mode keeps no values in "
                            f"registers (modes that can: {', '.join(modes.CACHING)})")
+    if not modes.is_jit(args.mode) and (args.stats or args.perf_map or args.stencil):
+        raise ShimlabError(f"--stats, --perf-map and --stencil need a JIT mode "
+                           f"({', '.join(modes.JIT)})")
     build.check_cache(args.mode if args.mode != modes.REFERENCE else "tailcall", args.cache)
+    # --stencil is checked against the stencils of the compiler the build
+    # will use, before the program is compiled and the interpreter built
+    overrides = {}
+    if args.stencil:
+        from .. import toolchain
+        cc = toolchain.get_compiler(args.cc, need=set(modes.get(args.mode).features))
+        overrides = stencil_overrides(args.stencil, cc.name)
     program = load_program(args.file, bf_opt=args.bf_opt)
     # input is read and output written as the program runs (in the child,
     # which inherits the fds): memory stays bounded, and a timeout or Ctrl-C
@@ -317,11 +327,8 @@ def cmd_run(args) -> int:
         if modes.is_jit(args.mode):
             jit = {"threshold": args.jit_threshold, "stats": args.stats, "opt": args.jit_opt,
                    "perf_map": args.perf_map,
-                   "stencils": stencil_overrides(args.stencil, b.compiler.name)}
-            _note_unused(jit["stencils"], program)
-        elif args.stats or args.perf_map or args.stencil:
-            raise ShimlabError(f"--stats, --perf-map and --stencil need a JIT mode "
-                               f"({', '.join(modes.JIT)})")
+                   "stencils": overrides}
+            _note_unused(overrides, program)
         what = f"the {args.mode} interpreter ({b.compiler.name}) running {args.file}"
 
         def child():

@@ -281,11 +281,12 @@ def check_overrides(overrides: dict, state: dict | None = None, source: str = "p
     stencil of another instruction (which would corrupt the VM: a LOAD_INT in
     place of CELL_ADD grows the stack until it faults), or NAME with a hole
     the JIT does not fill at OP.  Returns the overrides."""
+    for op, name in overrides.items():      # by name first: standard() builds the stencils
+        if instruction_of(op) is None:
+            raise StencilError(f"{op}={name}: {op.split(':')[0]!r} is not a VM instruction")
     std = standard(state)
     for op, name in overrides.items():
         ins = instruction_of(op)
-        if ins is None:
-            raise StencilError(f"{op}={name}: {op.split(':')[0]!r} is not a VM instruction")
         if op not in std:
             own = [n for n in std if n.split(":")[0] == ins]
             if not own:
