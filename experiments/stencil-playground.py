@@ -42,7 +42,7 @@ import numpy as np
 
 from jitstubs.asm import assemble
 from peachpy.x86_64 import ADD, MOV, dword, qword, rax
-from shimlab import isolate, reference, stenciltest, vm
+from shimlab import isolate, oracle, stenciltest, vm
 from shimlab import notebook as nb
 from shimlab.bench import harness, stats, synthetic
 from shimlab.frontend import load_program
@@ -113,14 +113,14 @@ broken = stencils.register(assemble("LOAD_INT:dword", load_int_dword,
 print(broken.disassembly)
 
 
-def oracle(name):
+def oracle_test(name):
     try:
         return isolate.call(f"stencil {name}", stenciltest.run_stencil, name, TRIALS, 0, CC)
     except isolate.Crash as e:
         return [str(e)]
 
 
-checks = {name: oracle(name) for name in ("LOAD_INT", proto.name, broken.name)}
+checks = {name: oracle_test(name) for name in ("LOAD_INT", proto.name, broken.name)}
 check_rows = [(name, TRIALS - len(f), TRIALS, "ok" if not f else "BAD",
                (f[0][:90] + "...") if f else "") for name, f in checks.items()]
 nb.show_table(check_rows, ["stencil", "agree", "trials", "verdict", "first disagreement"],
@@ -144,7 +144,7 @@ def run_with(overrides):
         return result.output, len(loaded.jit.stats.traces)
 
 
-want = reference.run(program).output
+want = oracle.run(program).output
 got, traces = isolate.call(f"{whole} with {proto.name}", run_with, {"LOAD_INT": proto.name})
 print(f"{whole}, jit-direct with {proto.name}: {traces} trace(s); output "
       f"{'is the oracle' if got == want else 'DIFFERS from the oracle'}'s")

@@ -17,7 +17,7 @@ import pytest
 
 import differential
 from conftest import EXAMPLES, compiler_for
-from shimlab import modes, reference, vm
+from shimlab import modes, oracle, vm
 from shimlab.abi import contract
 from shimlab.errors import BuildError
 from shimlab.interp import build, generate
@@ -165,10 +165,10 @@ def test_stack_overflow_comes_where_the_oracle_has_it():
     src = "def f(n):\n    if n == 0:\n        return 0\n    return f(n - 1) + 1\nprint(f(40))\n"
     program = differential.Case("minipy", src).program()
     def fits(size):
-        return reference.run(program, stack_size=size).status == 0
+        return oracle.run(program, stack_size=size).status == 0
     tight = next(size for size in range(8, 1000) if fits(size))
     for size in (tight - 1, tight, tight + 50):   # overflows, just fits, fits
-        want = reference.run(program, stack_size=size)
+        want = oracle.run(program, stack_size=size)
         for k in (1, 3):
             with vm.Loaded(get_build("tailcall", k), program, stack_size=size) as loaded:
                 _same(loaded.run(), want)

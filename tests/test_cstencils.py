@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from conftest import EXAMPLES
-from shimlab import reference, toolchain, vm
+from shimlab import oracle, toolchain, vm
 from shimlab.interp import build
 from shimlab.frontend import load_program
 
@@ -39,7 +39,7 @@ def test_the_final_jump_to_the_continuation_is_dropped():
 @pytest.mark.parametrize("path", ["bf/squares.bf", "minipy/gcd_lcm.py"])
 def test_programs_run_on_clang_stencils(path):
     program = load_program(EXAMPLES / path)
-    want = reference.run(program, b"")
+    want = oracle.run(program, b"")
     b = build.build("jit-direct", CLANGS[0], count=True)
     with vm.Loaded(b, program, jit={"threshold": 2, "source": "clang"}) as loaded:
         got = loaded.run()

@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("shimlab.isa", "shimlab.disasm", "shimlab.elf", "shimlab.dispatch_sites"),
     # result: the limits of a run and its Result, for the oracle and the loader alike
     ("shimlab.modes", "shimlab.bytecode", "shimlab.stencil", "shimlab.result"),
-    ("shimlab.reference", "shimlab.oracle", "shimlab.frontend", "shimlab.toolchain",
+    ("shimlab.oracle", "shimlab.first_difference", "shimlab.frontend", "shimlab.toolchain",
      "shimlab.isolate", "shimlab.childpy", "shimlab.perfcounter", "shimlab.progio"),
     ("shimlab.abi",),                  # vm.h as Python sees it; the register contract
     ("jitstubs",),                     # the PeachPy stencils, written against shimlab.stencil

@@ -11,7 +11,7 @@ import signal
 import pytest
 
 from conftest import EXAMPLES, interpreter_configs
-from shimlab import isolate, reference, vm
+from shimlab import isolate, oracle, vm
 from shimlab.interp import build
 from shimlab.frontend import load_program
 from shimlab import stenciltest
@@ -101,7 +101,7 @@ def test_the_jit_uses_a_prototype_and_keeps_inner_loops(mode):
             out = isolate.call("override", _run_bounded, b, program,
                                {"stencils": {"LOAD_INT": "LOAD_INT:test-rax"},
                                 "threshold": threshold})
-            assert out == reference.run(program).output
+            assert out == oracle.run(program).output
 
 
 # ---- prototype modules from files ($SHIMLAB_STENCILS, jitstubs/'s other files) ------------
@@ -267,15 +267,15 @@ def test_a_differing_tape_names_its_first_differing_cell():
 def _result(**kw):
     from shimlab.isa import Error
     base = dict(output=b"abc", status=Error.OK, tape=b"\x00" * 4, head=0, locals=[1, 2])
-    return reference.Result(**{**base, **kw})
+    return oracle.Result(**{**base, **kw})
 
 
 def test_first_difference_names_the_first_way_two_runs_differ():
-    from shimlab import oracle
+    from shimlab.first_difference import first_difference
     from shimlab.bytecode import Function, Program
     from shimlab.isa import Error
     prog = Program("p.py", [], [], [Function("main", 0, 0, 2, ["i", "s"])])
-    diff = oracle.first_difference
+    diff = first_difference
     assert diff(prog, _result(), _result()) is None
     assert diff(prog, _result(output=b"abd"), _result(), "jit-direct") == \
         "output byte 2 is 0x64 'd' in jit-direct, 0x63 'c' from the oracle (the 2 bytes " \

@@ -3,7 +3,7 @@
 Every instruction is defined here once: its operand kind, stack effect,
 control flow, C body (written with the shape macros of csrc/vm.h) and Python
 semantics.  interp/generate.py generates every C interpreter from this table and
-reference.py drives the Python oracle from it, so the two cannot drift apart.
+oracle.py drives the Python oracle from it, so the two cannot drift apart.
 """
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from .isa import VMError
 from .jit import compile as jit_compile
 from .jit import stencils as stencil_store
 from .jit.trace import Trace, TraceOp
-from .reference import State, step
+from .oracle import State, step
 
 NSTACK, NLOCALS, TAPE = 6, 4, 64
 OP = isa.OPCODE

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from .. import isolate, reference, vm
+from .. import isolate, oracle, vm
 from ..errors import RunError
 from ..frontend import load_program
 from ..interp import build as build_mod
@@ -78,7 +78,7 @@ def expected(workload: str, bf_opt: int, input: str | None, tape_len: int,
         if synthetic.is_synthetic(workload) and \
                 synthetic.instructions_per_run(workload) > ORACLE_STEPS:
             raise TimeoutError      # known to be past the budget: no second spent finding out
-        result = reference.run(program, data, tape_len=tape_len, max_steps=ORACLE_STEPS)
+        result = oracle.run(program, data, tape_len=tape_len, max_steps=ORACLE_STEPS)
         by = "the oracle"
     except TimeoutError:
         b = build_mod.build("switch", None, count=True)

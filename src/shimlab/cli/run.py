@@ -6,7 +6,7 @@ import os
 import stat
 import sys
 
-from .. import isa, isolate, modes, reference, vm
+from .. import isa, isolate, modes, oracle, vm
 from ..errors import ShimlabError
 from ..frontend import load_program
 from ..interp import build
@@ -215,13 +215,13 @@ def check_against_oracle(program, data: bytes, result, what: str, timeout=None,
                          isolated: bool = True, **limits) -> None:
     """--check: the Python oracle runs the same program on the same input; a
     difference is one line naming the first one (after the program's output)."""
-    from .. import oracle
+    from ..first_difference import first_difference
     if isolated:
-        want = isolate.call(f"the oracle running {program.name}", reference.run, program, data,
+        want = isolate.call(f"the oracle running {program.name}", oracle.run, program, data,
                             timeout=timeout, **limits)
     else:
-        want = reference.run(program, data, **limits)
-    diff = oracle.first_difference(program, result, want, what)
+        want = oracle.run(program, data, **limits)
+    diff = first_difference(program, result, want, what)
     if diff:
         raise ShimlabError(f"--check: {diff}")
 
@@ -319,7 +319,7 @@ def cmd_run(args) -> int:
         what = f"the reference interpreter running {args.file}"
 
         def child():
-            return _lean(reference.run(program, data, **limits))
+            return _lean(oracle.run(program, data, **limits))
     else:
         # --stats counts instructions too: the share of them that ran in traces
         b = build.build(args.mode, args.cc, count=args.count or args.stats, cache=args.cache)
