@@ -55,7 +55,7 @@ root = Path(sys.argv[1])
 import shimlab
 assert Path(shimlab.__file__).is_relative_to(root), shimlab.__file__
 from shimlab import isa
-from shimlab.interp import asm, generate
+from shimlab.interp import asm_handlers, generate
 from shimlab.jit import cstencils, trace
 from shimlab.bench import stencils as bench_stencils
 from shimlab.frontend.verify import verify
@@ -70,9 +70,9 @@ for f in sorted(gen.glob("cases_*.c")):
     text = f.read_text()
     assert "TOY_MAX" in text and "TOY_DROP2" in text, f.name
 assert "TOY_MAX" in trace.TRACEABLE and "TOY_DROP2" not in trace.TRACEABLE
-assert asm.C_HANDLERS["TOY_DROP2"] == "toy: left to its C handler"
-assert "TOY_MAX" not in asm.C_HANDLERS
-text = asm.render()
+assert asm_handlers.C_HANDLERS["TOY_DROP2"] == "toy: left to its C handler"
+assert "TOY_MAX" not in asm_handlers.C_HANDLERS
+text = asm_handlers.render()
 assert "\nsl_asm_TOY_MAX:" in text and "    .quad sl_op_TOY_DROP2" in text
 assert "\nsl_asm_TOY_DROP2:" not in text
 names = cstencils.source()[1]

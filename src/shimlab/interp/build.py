@@ -140,8 +140,8 @@ def _sources(mode: Mode, cc: toolchain.Compiler, count: bool,
     if mode.asm_handlers:
         # PeachPy handlers in the registers this compiler passes preserve_none
         # arguments in (so they meet its C handlers), counting when asked
-        from . import asm       # PeachPy and the stencils: only the asm mode needs them
-        files[ASM_SOURCE] = asm.render(contract.state_of(cc.name), count)
+        from . import asm_handlers    # PeachPy and the stencils: only the asm mode needs them
+        files[ASM_SOURCE] = asm_handlers.render(contract.state_of(cc.name), count)
     return files
 
 
