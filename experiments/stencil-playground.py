@@ -18,7 +18,7 @@
 # r12, `sp` r13, `fp` r14, tape `head` r15, `vm` rdi, dispatch table rsi),
 # with **holes** the JIT patches: here `a.hole("oparg")` is the instruction's
 # operand.  This notebook writes one in a cell, without touching the source
-# tree: `shimlab.jit.stencils.register` adds an assembled stencil to this
+# tree: `shimlab.jit.stencil_store.register` adds an assembled stencil to this
 # process (and to children forked from it), where the JIT
 # (`jit={"stencils": {"LOAD_INT": "LOAD_INT:rax"}}`) and the oracle test
 # (`stenciltest.run_stencil`) find it by name like a built one.
@@ -47,7 +47,7 @@ from shimlab import notebook as nb
 from shimlab.bench import harness, stats, synthetic
 from shimlab.frontend import load_program
 from shimlab.interp import build
-from shimlab.jit import stencils
+from shimlab.jit import stencil_store
 from shimlab.stencil import disassemble
 
 NAME = "stencil-playground"
@@ -59,7 +59,7 @@ ccs = nb.compilers(mode="jit-direct")
 if not ccs:
     sys.exit("no compiler here builds the JIT modes (they need preserve_none: apt-get install clang-19)")
 CC = ccs[0].name
-built = stencils.load()    # builds the artifact if needed
+built = stencil_store.load()    # builds the artifact if needed
 print(f"quick={QUICK}; compiler {CC}; {len(built)} built stencils")
 
 # %% [markdown]
@@ -85,7 +85,7 @@ def load_int_via_rax(a, r):
     a(MOV(rax, a.hole("oparg")), MOV(qword[r.sp], rax), ADD(r.sp, 8))
 
 
-proto = stencils.register(assemble("LOAD_INT:rax", load_int_via_rax,
+proto = stencil_store.register(assemble("LOAD_INT:rax", load_int_via_rax,
                                    "LOAD_INT through rax (a notebook prototype)"))
 print(disassemble(proto.code, proto.holes))
 print("holes:", ", ".join(f"{h.kind} at +{h.offset} ({h.width} bytes)" for h in proto.holes))
@@ -108,7 +108,7 @@ def load_int_dword(a, r):
     a(MOV(dword[r.sp], a.hole("oparg")), ADD(r.sp, 8))
 
 
-broken = stencils.register(assemble("LOAD_INT:dword", load_int_dword,
+broken = stencil_store.register(assemble("LOAD_INT:dword", load_int_dword,
                                     "LOAD_INT storing 32 bits only (broken on purpose)"))
 print(broken.disassembly)
 
@@ -274,7 +274,7 @@ findings.append(f"{proto.name} inside a trace: {r[0]:.4f}x the time of the stand
                 f"{d[2]:+.3f}] cycles per LOAD_INT executed")
 print("\n".join(findings))
 for s in (proto, broken):          # leave the process's stencils as they were
-    stencils.unregister(s.name)
+    stencil_store.unregister(s.name)
 nb.save_json({"notebook": NAME, "quick": QUICK, "compiler": CC, "spec": SPEC,
               "stencils": {s.name: {"bytes": len(s.code), "holes": [h.kind for h in s.holes],
                                     "disassembly": disassemble(s.code, s.holes)}

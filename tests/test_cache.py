@@ -279,8 +279,8 @@ def test_bench_dispatch_runs_the_caching_modes_at_each_k():
 
 
 def test_every_exit_stub_has_a_variant_that_reloads_k_values():
-    from shimlab.jit import stencils
-    st = stencils.load()
+    from shimlab.jit import stencil_store
+    st = stencil_store.load()
     names = {n for m in modes.JIT for n in (modes.get(m).exit_stencil,
                                             modes.get(m).count_exit_stencil)}
     names |= {n for m in modes.JIT for n in (modes.get(m).handler_exit_stencil,

@@ -86,11 +86,11 @@ def test_a_jit_run_whose_loops_never_get_hot_loads_no_compiler_and_no_stencils()
     nested = str(EXAMPLES / "bf" / "nested.bf")
     p, names = imported("run", nested, "--mode", "jit-direct", "--jit-threshold", "100000000")
     assert p.returncode == 0, p.stderr[-2000:]
-    late = {"shimlab.jit.compile", "shimlab.jit.stencils", "shimlab.jit.optimize", "jitstubs",
+    late = {"shimlab.jit.compile", "shimlab.jit.stencil_store", "shimlab.jit.optimize", "jitstubs",
             "peachpy", "capstone", "subprocess"}
     assert not late & names, sorted(late & names)
     p, names = imported("run", nested, "--mode", "jit-direct")
-    assert p.returncode == 0 and {"shimlab.jit.compile", "shimlab.jit.stencils"} <= names
+    assert p.returncode == 0 and {"shimlab.jit.compile", "shimlab.jit.stencil_store"} <= names
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], ["run", "--help"]])

@@ -20,7 +20,7 @@ from .bytecode import Function, Program
 from .interp import build
 from .isa import VMError
 from .jit import compile as jit_compile
-from .jit import stencils as stencil_store
+from .jit import stencil_store
 from .jit.trace import Trace, TraceOp
 from .oracle import State, step
 

@@ -214,7 +214,7 @@ def main(args) -> int:
     with_stencils, notes = [], []
     if getattr(args, "stencil", None):
         from ..abi import contract
-        from ..jit import stencils as stencil_store
+        from ..jit import stencil_store
         overrides = stencil_store.parse_overrides(args.stencil, contract.state_of(cc))
         with_stencils, notes = stencil_configs(configs, overrides)
         configs += with_stencils     # (a wrong prototype fails its worker's check, untimed)

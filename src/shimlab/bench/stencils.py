@@ -20,7 +20,7 @@ from ..bytecode import Assembler, Function
 from ..errors import ShimlabError
 from ..frontend.verify import verify
 from ..interp import build
-from ..jit import stencils as stencil_store
+from ..jit import stencil_store
 from . import stats
 from .table import table
 

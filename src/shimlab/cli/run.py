@@ -196,8 +196,8 @@ def stencil_overrides(specs, cc: str | None = None) -> dict:
     if not specs:
         return {}
     from ..abi import contract
-    from ..jit import stencils      # here: a run without --stencil never loads them
-    return stencils.parse_overrides(specs, contract.state_of(cc) if cc else None)
+    from ..jit import stencil_store      # here: a run without --stencil never loads them
+    return stencil_store.parse_overrides(specs, contract.state_of(cc) if cc else None)
 
 
 def _note_unused(overrides: dict, program) -> None:

@@ -21,7 +21,7 @@ from .. import modes
 from ..abi import contract
 from ..errors import ShimlabError
 from . import optimize
-from . import stencils as stencil_store
+from . import stencil_store
 from .trace import Trace
 
 SLOT_ALIGN = 8

@@ -40,7 +40,7 @@ def _jit_compile():
 
 
 def _stencil_store():
-    from . import stencils as stencil_store
+    from . import stencil_store
     return stencil_store
 
 
