@@ -56,7 +56,7 @@ import shimlab
 assert Path(shimlab.__file__).is_relative_to(root), shimlab.__file__
 from shimlab import isa
 from shimlab.interp import asm_handlers, generate
-from shimlab.jit import cstencils, trace
+from shimlab.jit import clang_stencils, trace
 from shimlab.bench import stencils as bench_stencils
 from shimlab.frontend.verify import verify
 from shimlab.bytecode import Assembler, Function
@@ -75,7 +75,7 @@ assert "TOY_MAX" not in asm_handlers.C_HANDLERS
 text = asm_handlers.render()
 assert "\nsl_asm_TOY_MAX:" in text and "    .quad sl_op_TOY_DROP2" in text
 assert "\nsl_asm_TOY_DROP2:" not in text
-names = cstencils.source()[1]
+names = clang_stencils.source()[1]
 assert "TOY_MAX" in names and "TOY_DROP2" not in names
 assert "TOY_MAX" in isa.BINOPS and "TOY_MAX" in strategies._BINOPS
 assert "TOY_MAX" in bench_stencils.instructions()

@@ -39,7 +39,7 @@ def load(state: dict | None = None, source: str = "peachpy", cc: str | None = No
     static contract; contract.state_of(cc) for a compiler's own): the
     standard stencils, the prototypes that built (problems() has the others)
     and those registered at run time.  With source "clang" the instruction
-    stencils are compiled from C by `cc` (jit/cstencils.py) and the exits
+    stencils are compiled from C by `cc` (jit/clang_stencils.py) and the exits
     and counters stay PeachPy's.  The peachpy dict is shared (one merge while
     nothing in it changes: every trace's compile asks for it): copy it
     before changing it."""
@@ -49,8 +49,8 @@ def load(state: dict | None = None, source: str = "peachpy", cc: str | None = No
         return peachpy
     if source != "clang":
         raise StencilError(f"unknown stencil source {source!r} (choose from {', '.join(SOURCES)})")
-    from . import cstencils     # compiler-built stencils: imported when asked for
-    return {**peachpy, **cstencils.load(cc)}
+    from . import clang_stencils     # compiler-built stencils: imported when asked for
+    return {**peachpy, **clang_stencils.load(cc)}
 
 
 def _items(state: dict | None) -> tuple:

@@ -18,8 +18,8 @@ pytestmark = pytest.mark.skipif(not CLANGS, reason="no clang here builds the JIT
 @pytest.mark.parametrize("cc", CLANGS)
 def test_every_clang_stencil_agrees_with_the_oracle(cc):
     from shimlab import stenciltest
-    from shimlab.jit import cstencils
-    names = list(cstencils.load(cc))
+    from shimlab.jit import clang_stencils
+    names = list(clang_stencils.load(cc))
     assert len(names) >= 40
     failures = {n: f for n in names
                 if (f := stenciltest.run_stencil(n, 8, 1, cc, "clang"))}
@@ -27,8 +27,8 @@ def test_every_clang_stencil_agrees_with_the_oracle(cc):
 
 
 def test_the_final_jump_to_the_continuation_is_dropped():
-    from shimlab.jit import cstencils
-    st = cstencils.load(CLANGS[0])
+    from shimlab.jit import clang_stencils
+    st = clang_stencils.load(CLANGS[0])
     assert [h.kind for h in st["LOAD_INT"].holes] == ["oparg"]
     assert st["JUMP"].code == b""
     for s in st.values():
