@@ -48,7 +48,7 @@ def test_programs_run_on_clang_stencils(path):
 
 
 def test_compare_reports_each_instruction(capsys):
-    from shimlab.bench import stencils as compare
+    from shimlab.bench import stencil_timing as compare
     assert "ADD" in compare.instructions() and "CELL_OUT" not in compare.instructions()
     data = compare.measure(["ADD", "MOVE"], CLANGS[0], units=2, n=20, rounds=2, samples=3)
     # one group of samples per round: each round loads the program anew
@@ -69,7 +69,7 @@ def test_compare_reports_each_instruction(capsys):
 def test_per_unit_resamples_rounds_not_pooled_runs():
     # three rounds, each steady at its own level: the spread between rounds is
     # the uncertainty (pooled as independent runs, the interval would be [110, 110])
-    from shimlab.bench import stencils as compare
+    from shimlab.bench import stencil_timing as compare
     runs = [[100] * 50, [140] * 50, [120] * 50]
     bare = [[10] * 50] * 3
     e = compare.per_unit(runs, bare, 1, np.random.default_rng(0))

@@ -280,7 +280,7 @@ def test_the_unit_runs_the_stencil_the_comparison_replaces():
     """unit_stencil says which standard stencil each instruction's unit runs
     in its trace; the trace compiled from the unit's loop must contain it."""
     from shimlab import isolate, vm
-    from shimlab.bench import stencils as timing
+    from shimlab.bench import stencil_timing as timing
     from shimlab.interp import build
     from shimlab.jit import compile as jit_compile
 

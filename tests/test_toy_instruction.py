@@ -57,7 +57,7 @@ assert Path(shimlab.__file__).is_relative_to(root), shimlab.__file__
 from shimlab import isa
 from shimlab.interp import asm_handlers, generate
 from shimlab.jit import clang_stencils, trace
-from shimlab.bench import stencils as bench_stencils
+from shimlab.bench import stencil_timing
 from shimlab.frontend.verify import verify
 from shimlab.bytecode import Assembler, Function
 from shimlab.errors import ShimlabError
@@ -78,7 +78,7 @@ assert "\nsl_asm_TOY_DROP2:" not in text
 names = clang_stencils.source()[1]
 assert "TOY_MAX" in names and "TOY_DROP2" not in names
 assert "TOY_MAX" in isa.BINOPS and "TOY_MAX" in strategies._BINOPS
-assert "TOY_MAX" in bench_stencils.instructions()
+assert "TOY_MAX" in stencil_timing.instructions()
 a = Assembler("underflow", "bytecode")
 a.emit("LOAD_INT", 1)
 a.emit("TOY_MAX")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 
 from .. import isa, isolate, stenciltest
-from ..bench import stencils as stencil_timing
+from ..bench import stencil_timing
 from ..bench.table import table
 from ..jit import stencil_store
 from .numbers import nonnegative_int, positive_int
