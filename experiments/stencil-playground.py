@@ -21,7 +21,7 @@
 # tree: `shimlab.jit.stencil_store.register` adds an assembled stencil to this
 # process (and to children forked from it), where the JIT
 # (`jit={"stencils": {"LOAD_INT": "LOAD_INT:rax"}}`) and the oracle test
-# (`stenciltest.run_stencil`) find it by name like a built one.
+# (`stencil_check.run_stencil`) find it by name like a built one.
 #
 # The prototype is a `LOAD_INT` that goes through a register: `LOAD_INT` is
 # half of the work inside the traces of the transition benchmark's programs
@@ -42,7 +42,7 @@ import numpy as np
 
 from jitstubs.asm import assemble
 from peachpy.x86_64 import ADD, MOV, dword, qword, rax
-from shimlab import isolate, oracle, stenciltest, vm
+from shimlab import isolate, oracle, stencil_check, vm
 from shimlab import notebook as nb
 from shimlab.bench import harness, stats, synthetic
 from shimlab.frontend import load_program
@@ -93,7 +93,7 @@ print("holes:", ", ".join(f"{h.kind} at +{h.offset} ({h.width} bytes)" for h in 
 # %% [markdown]
 # ## Held to the oracle
 #
-# `stenciltest.run_stencil` runs the stencil alone, as a one-instruction
+# `stencil_check.run_stencil` runs the stencil alone, as a one-instruction
 # trace entered through the shim, from random VM states (stack values
 # include INT64_MIN/MAX, operands include negatives), and compares the state
 # it leaves with the Python oracle's.  It runs in a forked child, so a stencil
@@ -115,7 +115,7 @@ print(broken.disassembly)
 
 def oracle_test(name):
     try:
-        return isolate.call(f"stencil {name}", stenciltest.run_stencil, name, TRIALS, 0, CC)
+        return isolate.call(f"stencil {name}", stencil_check.run_stencil, name, TRIALS, 0, CC)
     except isolate.Crash as e:
         return [str(e)]
 

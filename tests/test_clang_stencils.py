@@ -17,12 +17,12 @@ pytestmark = pytest.mark.skipif(not CLANGS, reason="no clang here builds the JIT
 
 @pytest.mark.parametrize("cc", CLANGS)
 def test_every_clang_stencil_agrees_with_the_oracle(cc):
-    from shimlab import stenciltest
+    from shimlab import stencil_check
     from shimlab.jit import clang_stencils
     names = list(clang_stencils.load(cc))
     assert len(names) >= 40
     failures = {n: f for n in names
-                if (f := stenciltest.run_stencil(n, 8, 1, cc, "clang"))}
+                if (f := stencil_check.run_stencil(n, 8, 1, cc, "clang"))}
     assert not failures
 
 

@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("shimlab.interp",),               # generated C, asm interpreter, builds, the loader
     ("shimlab.jit",),                  # trace, patch, memory, runtime
     ("shimlab.vm",),                   # the loader with the JIT's hooks
-    ("shimlab.stenciltest", "shimlab.doctor", "shimlab.sanitize"),
+    ("shimlab.stencil_check", "shimlab.doctor", "shimlab.sanitize"),
     ("shimlab.bench", "shimlab.census"),   # census: anyone's interpreter binary
     ("shimlab.lua",),                  # real interpreters: Lua's sources, builds, timing
     ("shimlab.notebook", "shimlab.reproduce"),

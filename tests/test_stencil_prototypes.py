@@ -14,7 +14,7 @@ from conftest import EXAMPLES, interpreter_configs
 from shimlab import isolate, oracle, vm
 from shimlab.interp import build
 from shimlab.frontend import load_program
-from shimlab import stenciltest
+from shimlab import stencil_check
 from shimlab.jit import stencil_store
 from shimlab.stencil import StencilError
 
@@ -76,8 +76,8 @@ def test_the_oracle_test_passes_a_good_prototype_and_catches_a_broken_one():
     with stencil_store.extra_stencils([_assemble("LOAD_INT:test-rax", "rax"),
                                   _assemble("LOAD_INT:test-dword", "dword")]):
         # a forked child, as `shimlab stencils test` runs it: it inherits the registration
-        good = isolate.call("good", stenciltest.run_stencil, "LOAD_INT:test-rax", 40, 0, JIT_CC[0])
-        bad = isolate.call("bad", stenciltest.run_stencil, "LOAD_INT:test-dword", 40, 0,
+        good = isolate.call("good", stencil_check.run_stencil, "LOAD_INT:test-rax", 40, 0, JIT_CC[0])
+        bad = isolate.call("bad", stencil_check.run_stencil, "LOAD_INT:test-dword", 40, 0,
                            JIT_CC[0])
     assert good == []
     assert bad and "stack is" in bad[0]
@@ -247,7 +247,7 @@ def test_parse_overrides_says_which_spec_is_wrong():
 def test_a_failure_names_the_instruction_and_its_operand_in_words():
     """The tag was '(7, 1073741824)': the code unit (opcode, operand) bare."""
     with stencil_store.extra_stencils([_assemble("LOAD_INT:test-dword", "dword")]):
-        bad = isolate.call("bad", stenciltest.run_stencil, "LOAD_INT:test-dword", 40, 0,
+        bad = isolate.call("bad", stencil_check.run_stencil, "LOAD_INT:test-dword", 40, 0,
                            JIT_CC[0])
     assert bad
     for line in bad:
@@ -255,11 +255,11 @@ def test_a_failure_names_the_instruction_and_its_operand_in_words():
 
 
 def test_a_differing_tape_names_its_first_differing_cell():
-    assert stenciltest._difference("tape", b"\x00\x01\x02", b"\x00\x01\x03") == \
+    assert stencil_check._difference("tape", b"\x00\x01\x02", b"\x00\x01\x03") == \
         "tape cell 2 is 2, the oracle says 3"
-    assert stenciltest._difference("out", b"AB", b"AC") == "output byte 1 is 66, the oracle " \
+    assert stencil_check._difference("out", b"AB", b"AC") == "output byte 1 is 66, the oracle " \
         "says 67"
-    assert stenciltest._difference("head", 3, 4) == "tape head is 3, the oracle says 4"
+    assert stencil_check._difference("head", 3, 4) == "tape head is 3, the oracle says 4"
 
 
 # ---- the first difference from the oracle (run --check) ------------------------------------

@@ -259,12 +259,12 @@ def _in_child(fn, *args):
 
 @needs_jit
 def test_run_stencil_passes_the_real_stencils():
-    from shimlab import stenciltest
+    from shimlab import stencil_check
     names = [n for n in stencil_store.load()
              if not n.startswith(("exit:", "count", "uncount", "tally"))]
 
     def all_of_them():
-        return {n: stenciltest.run_stencil(n, 8, 1, JIT_CC) for n in names}
+        return {n: stencil_check.run_stencil(n, 8, 1, JIT_CC) for n in names}
     bad = {n: f for n, f in _in_child(all_of_them).items() if f}
     assert not bad, bad
 
@@ -276,12 +276,12 @@ def test_run_stencil_passes_the_real_stencils():
     ("LT", "LE"), ("GT", "GE"),
 ])
 def test_run_stencil_detects_a_wrong_stencil(monkeypatch, victim, impostor):
-    from shimlab import stenciltest
+    from shimlab import stencil_check
     real = stencil_store.load()
     fake = dict(real)
     fake[victim] = dataclasses.replace(real[impostor], name=victim)
     monkeypatch.setattr(stencil_store, "load", lambda *args, **kwargs: fake)
-    failures = _in_child(stenciltest.run_stencil, victim, 40, 0, JIT_CC)
+    failures = _in_child(stencil_check.run_stencil, victim, 40, 0, JIT_CC)
     assert failures, f"{victim} with {impostor}'s code passed"
     assert all(f.startswith("trial ") for f in failures), failures
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 
-from .. import isa, isolate, stenciltest
+from .. import isa, isolate, stencil_check
 from ..bench import stencil_timing
 from ..bench.table import table
 from ..jit import stencil_store
@@ -92,7 +92,7 @@ def cmd_test(args) -> int:
     names_and_broken = len(names) + len(broken)
     for n in names:
         try:
-            failures = isolate.call(f"stencil {n}", stenciltest.run_stencil, n, args.trials,
+            failures = isolate.call(f"stencil {n}", stencil_check.run_stencil, n, args.trials,
                                     args.seed, args.cc, args.source)
         except isolate.Crash as e:
             failures = [str(e)]

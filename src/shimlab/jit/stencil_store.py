@@ -5,7 +5,7 @@ each cached apart, so a broken one fails only the runs that select it.
 
 A prototype can also be registered at run time (register, extra_stencils):
 it lives in this process and the children forked from it, never in the
-artifact or the source tree, and the JIT and `stenciltest` find it by name
+artifact or the source tree, and the JIT and `stencil_check` find it by name
 like a built stencil.  This is how a notebook tries a stencil out."""
 from __future__ import annotations
 
@@ -321,7 +321,7 @@ def register(stencil):
     this process and children forked from it; returns it, disassembled.
 
     Its name is INSTRUCTION:variant, as for a built variant, so that
-    `stenciltest` knows what to hold it to and `jit={"stencils": {...}}` can
+    `stencil_check` knows what to hold it to and `jit={"stencils": {...}}` can
     put it in place of the standard one.  A name the artifact has is refused:
     a prototype never silently replaces a built stencil.  Registering a name
     again replaces the earlier prototype (a notebook cell run twice)."""
