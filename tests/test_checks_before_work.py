@@ -1,6 +1,6 @@
 """Every option combination a command refuses is refused before anything is
 compiled or built: one line naming the problem, exit status 1, in well under
-a second's work, and the build cache (a fresh one per case) holds no
+a second's work, and the build directory (a fresh one per case) holds no
 interpreter, stencil or program build afterwards.  At most the compiler probe
 and the register contract (toolchain.json, contract.json) are there: a
 --stencil override is checked against the registers of the compiler the

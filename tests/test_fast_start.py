@@ -2,7 +2,7 @@
 
 Read from `python -X importtime`, which names every module a process imports:
 no numpy, no benchmark suites, no JIT for an interpreter mode, and no C parser
-(cffi's parsed declarations come from the build cache).
+(cffi's parsed declarations come from the build directory).
 """
 from __future__ import annotations
 

@@ -196,7 +196,7 @@ def build_dir(monkeypatch, tmp_path):
 
 def test_artifact_is_built_headed_by_the_inputs_hash(build_dir):
     path = stencil_store.artifact_path()
-    assert path == build_dir / "stencils.json"      # cache_root reads the variable at call time
+    assert path == build_dir / "stencils.json"      # build_root reads the variable at call time
     assert not path.exists()
     st = stencil_store.load()
     text = path.read_text()

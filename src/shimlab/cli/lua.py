@@ -125,7 +125,7 @@ def _common(p) -> None:
 def add_parser(sub, help_text: str) -> None:
     p = sub.add_parser("lua", help=help_text)
     lsub = p.add_subparsers(dest="lua_command", required=True)
-    f = lsub.add_parser("fetch", help="download lupa 2.8's sdist into the build cache, check "
+    f = lsub.add_parser("fetch", help="download lupa 2.8's sdist into the build directory, check "
                         "its hash and unpack the Lua sources")
     f.set_defaults(fn=_fetch)
     b = lsub.add_parser("build", help="build every Lua interpreter and print its baseline check")

@@ -16,7 +16,7 @@ from ..abi import contract
 from ..atomicfile import write_atomic
 from ..errors import BuildError
 from ..modes import Mode
-from ..paths import CSRC, cache_root
+from ..paths import CSRC, build_root
 from ..record import Frozen
 from . import generate
 
@@ -284,7 +284,7 @@ def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAU
     tag = ("count-" if count else "") + ("pgo-" if profile is not None else "") + \
         ("asan-" if sanitize else "") + (f"layout{code_layout}-" if code_layout else "") + \
         (f"k{cache}-" if cache else "")
-    out_dir = cache_root() / "interp" / f"{ident}-{cc.name}-{tag}{key}"
+    out_dir = build_root() / "interp" / f"{ident}-{cc.name}-{tag}{key}"
     so = out_dir / "libshimlab.so"
     result = Build(mode, cc, flags, count, so, key, profile, sanitize, code_layout, cache)
     if entry_ok(out_dir):

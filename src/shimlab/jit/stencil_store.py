@@ -21,13 +21,13 @@ import jitstubs.build
 
 from .. import isa
 from ..abi import contract
-from ..paths import cache_root
+from ..paths import build_root
 from ..stencil import PLACEHOLDER, Stencil, StencilError, disassemble
 
 
 def artifact_path(state: dict | None = None) -> Path:
     k = contract.key(state or contract.STATE)
-    return cache_root() / (f"stencils-{k}.json" if k else "stencils.json")
+    return build_root() / (f"stencils-{k}.json" if k else "stencils.json")
 
 
 SOURCES = ("peachpy", "clang")
@@ -109,7 +109,7 @@ class Prototypes:
 
 def _prototype_cache(path: Path, state: dict) -> Path:
     k = contract.key(state) or "default"
-    return cache_root() / "prototypes" / \
+    return build_root() / "prototypes" / \
         f"{hashlib.sha256(str(path).encode()).hexdigest()[:12]}-{path.stem}-{k}.json"
 
 

@@ -1,4 +1,4 @@
-"""The compiler-built stencil cache under concurrent writers (issue 17): each
+"""The compiler-built stencil files under concurrent writers (issue 17): each
 writer has a temporary name of its own and renames it into place, so no
 writer loses its file to another and no reader sees half an entry; an entry
 that does not parse is rebuilt."""
