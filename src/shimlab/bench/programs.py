@@ -171,28 +171,27 @@ def _stencil_table(records: list[dict]) -> None:
                        "verdict"], align="lrlrrrll"))
 
 
+# Options of one design only: given with the other one they would be ignored.
+_CORPUS_ONLY = (("--mode", "mode"), ("--no-whole", "no_whole"), ("--before", "before"))
+_NOT_CORPUS = (("--quick", "quick"), ("--cache", "cache"), ("--stencil", "stencil"))
+
+
 def check_options(args) -> None:
     """Every refusal of bench programs' options, before a compiler is probed
     or anything built: options of the other design, missing workloads,
     --before without a checkout, the results file's options."""
     corpus = getattr(args, "corpus", False)
+    for flag, name in _NOT_CORPUS if corpus else _CORPUS_ONLY:
+        if getattr(args, name, None):
+            raise ShimlabError(f"{flag} does not apply to --corpus" if corpus
+                               else f"{flag} applies to --corpus only")
     if corpus:
         from . import corpus_report
-        for flag, given in (("--quick", getattr(args, "quick", False)),
-                            ("--cache", getattr(args, "cache", None)),
-                            ("--stencil", getattr(args, "stencil", None))):
-            if given:
-                raise ShimlabError(f"{flag} does not apply to --corpus")
         corpus_report.entries_for(args.workload)
         before = getattr(args, "before", None)
         if before and not (Path(before) / ".venv" / "bin" / "python").exists():
             raise ShimlabError(f"--before {before}: no .venv/bin/python there (make setup in it)")
     else:
-        for flag, given in (("--mode", getattr(args, "mode", None)),
-                            ("--no-whole", getattr(args, "no_whole", False)),
-                            ("--before", getattr(args, "before", None))):
-            if given:
-                raise ShimlabError(f"{flag} applies to --corpus only")
         harness.check_workloads(args.workload)
     harness.check_file_options(args)
 
