@@ -49,7 +49,7 @@ endif
 # handlers as the rest and would double the time, so they are left out here.
 SANITIZE_CCS   ?= clang-19 clang-22
 SANITIZE_TESTS ?= tests/test_modes.py tests/test_differential.py tests/test_regression.py \
-                  tests/test_cache.py::test_every_crossing_at_k_on_a_sample \
+                  tests/test_cached_values.py::test_every_crossing_at_k_on_a_sample \
                   tests/test_sanitize.py::test_this_sanitizer_run_really_uses_sanitized_builds
 SANITIZE_SKIP  ?= heavy or round_trips
 test-sanitize: setup

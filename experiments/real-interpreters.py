@@ -52,7 +52,7 @@ print(f"quick={QUICK}")
 # %% [markdown]
 # ## The binaries
 #
-# Fetched ones are downloaded once and reused from the build cache after.
+# Fetched ones are downloaded once and reused from the build directory after.
 
 # %%
 targets, notes = [], []      # (group, label, path)

@@ -18,10 +18,10 @@
 # r12, `sp` r13, `fp` r14, tape `head` r15, `vm` rdi, dispatch table rsi),
 # with **holes** the JIT patches: here `a.hole("oparg")` is the instruction's
 # operand.  This notebook writes one in a cell, without touching the source
-# tree: `shimlab.jit.stencils.register` adds an assembled stencil to this
+# tree: `shimlab.jit.stencil_store.register` adds an assembled stencil to this
 # process (and to children forked from it), where the JIT
 # (`jit={"stencils": {"LOAD_INT": "LOAD_INT:rax"}}`) and the oracle test
-# (`stenciltest.run_stencil`) find it by name like a built one.
+# (`stencil_check.run_stencil`) find it by name like a built one.
 #
 # The prototype is a `LOAD_INT` that goes through a register: `LOAD_INT` is
 # half of the work inside the traces of the transition benchmark's programs
@@ -42,12 +42,12 @@ import numpy as np
 
 from jitstubs.asm import assemble
 from peachpy.x86_64 import ADD, MOV, dword, qword, rax
-from shimlab import isolate, reference, stenciltest, vm
+from shimlab import isolate, oracle, stencil_check, vm
 from shimlab import notebook as nb
 from shimlab.bench import harness, stats, synthetic
 from shimlab.frontend import load_program
 from shimlab.interp import build
-from shimlab.jit import stencils
+from shimlab.jit import stencil_store
 from shimlab.stencil import disassemble
 
 NAME = "stencil-playground"
@@ -59,7 +59,7 @@ ccs = nb.compilers(mode="jit-direct")
 if not ccs:
     sys.exit("no compiler here builds the JIT modes (they need preserve_none: apt-get install clang-19)")
 CC = ccs[0].name
-built = stencils.load()    # builds the artifact if needed
+built = stencil_store.load()    # builds the artifact if needed
 print(f"quick={QUICK}; compiler {CC}; {len(built)} built stencils")
 
 # %% [markdown]
@@ -85,7 +85,7 @@ def load_int_via_rax(a, r):
     a(MOV(rax, a.hole("oparg")), MOV(qword[r.sp], rax), ADD(r.sp, 8))
 
 
-proto = stencils.register(assemble("LOAD_INT:rax", load_int_via_rax,
+proto = stencil_store.register(assemble("LOAD_INT:rax", load_int_via_rax,
                                    "LOAD_INT through rax (a notebook prototype)"))
 print(disassemble(proto.code, proto.holes))
 print("holes:", ", ".join(f"{h.kind} at +{h.offset} ({h.width} bytes)" for h in proto.holes))
@@ -93,7 +93,7 @@ print("holes:", ", ".join(f"{h.kind} at +{h.offset} ({h.width} bytes)" for h in 
 # %% [markdown]
 # ## Held to the oracle
 #
-# `stenciltest.run_stencil` runs the stencil alone, as a one-instruction
+# `stencil_check.run_stencil` runs the stencil alone, as a one-instruction
 # trace entered through the shim, from random VM states (stack values
 # include INT64_MIN/MAX, operands include negatives), and compares the state
 # it leaves with the Python oracle's.  It runs in a forked child, so a stencil
@@ -108,19 +108,19 @@ def load_int_dword(a, r):
     a(MOV(dword[r.sp], a.hole("oparg")), ADD(r.sp, 8))
 
 
-broken = stencils.register(assemble("LOAD_INT:dword", load_int_dword,
+broken = stencil_store.register(assemble("LOAD_INT:dword", load_int_dword,
                                     "LOAD_INT storing 32 bits only (broken on purpose)"))
 print(broken.disassembly)
 
 
-def oracle(name):
+def oracle_test(name):
     try:
-        return isolate.call(f"stencil {name}", stenciltest.run_stencil, name, TRIALS, 0, CC)
+        return isolate.call(f"stencil {name}", stencil_check.run_stencil, name, TRIALS, 0, CC)
     except isolate.Crash as e:
         return [str(e)]
 
 
-checks = {name: oracle(name) for name in ("LOAD_INT", proto.name, broken.name)}
+checks = {name: oracle_test(name) for name in ("LOAD_INT", proto.name, broken.name)}
 check_rows = [(name, TRIALS - len(f), TRIALS, "ok" if not f else "BAD",
                (f[0][:90] + "...") if f else "") for name, f in checks.items()]
 nb.show_table(check_rows, ["stencil", "agree", "trials", "verdict", "first disagreement"],
@@ -144,7 +144,7 @@ def run_with(overrides):
         return result.output, len(loaded.jit.stats.traces)
 
 
-want = reference.run(program).output
+want = oracle.run(program).output
 got, traces = isolate.call(f"{whole} with {proto.name}", run_with, {"LOAD_INT": proto.name})
 print(f"{whole}, jit-direct with {proto.name}: {traces} trace(s); output "
       f"{'is the oracle' if got == want else 'DIFFERS from the oracle'}'s")
@@ -274,7 +274,7 @@ findings.append(f"{proto.name} inside a trace: {r[0]:.4f}x the time of the stand
                 f"{d[2]:+.3f}] cycles per LOAD_INT executed")
 print("\n".join(findings))
 for s in (proto, broken):          # leave the process's stencils as they were
-    stencils.unregister(s.name)
+    stencil_store.unregister(s.name)
 nb.save_json({"notebook": NAME, "quick": QUICK, "compiler": CC, "spec": SPEC,
               "stencils": {s.name: {"bytes": len(s.code), "holes": [h.kind for h in s.holes],
                                     "disassembly": disassemble(s.code, s.holes)}

@@ -2,7 +2,7 @@
 
 One small module per instruction family (jitstubs.build.FAMILIES) registers
 its stencils with jitstubs.asm.stencil; jitstubs.build assembles them all,
-finds their holes and writes the artifact src/shimlab/jit/stencils.py loads.
+finds their holes and writes the artifact src/shimlab/jit/stencil_store.py loads.
 Any other module here, or in a folder $SHIMLAB_STENCILS names, is a
 prototype: built on its own, as a module of this package (so `from .asm
 import stencil` works wherever its file is).

@@ -223,6 +223,6 @@ def write_json(path: Path, data: dict) -> None:
 
 
 if __name__ == "__main__":
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else paths.cache_root() / "stencils.json"
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else paths.build_root() / "stencils.json"
     a = write(out)
     print(f"{len(a['stencils'])} stencils -> {out} (inputs {a['hash']})")

@@ -32,7 +32,7 @@ import cpython
 import strategies
 from conftest import ROOT, execution_configs, get_build
 from shimlab.interp import loader
-from shimlab import isa, isolate, modes, reference, vm
+from shimlab import isa, isolate, modes, oracle, vm
 from shimlab.frontend import bf, compile_text, slbc
 from shimlab.jit import optimize
 from shimlab.jit.defaults import DEFAULT_THRESHOLD
@@ -220,7 +220,7 @@ def check(case: Case, configs_: list[Config] | None = None, save_failure: bool =
     try:
         for level, program in enumerate(case.programs()):
             try:
-                ref = reference.run(program, case.input, max_steps=ORACLE_STEPS)
+                ref = oracle.run(program, case.input, max_steps=ORACLE_STEPS)
             except TimeoutError:
                 if currently_in_test_context():
                     reject()          # too long for a quick test; not a failure

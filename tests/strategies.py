@@ -87,9 +87,9 @@ int64 = st.one_of(st.sampled_from([isa.INT64_MIN, isa.INT64_MAX, 1 << 32, -(1 <<
 moves = st.one_of(st.integers(1, 3), st.integers(-2, 3),
                   st.sampled_from([-40_000, 29_999, 30_000, isa.INT32_MAX]))
 
-_BINOPS = ["ADD", "SUB", "MUL", "FLOORDIV", "MOD", "LSHIFT", "RSHIFT", "AND", "OR", "XOR",
-           "LT", "LE", "EQ", "NE", "GT", "GE"]
-_UNOPS = ["NEG", "INVERT", "NOT"]
+# every stack operation of these shapes in isa.py, so a new one is tested too
+_BINOPS = list(isa.BINOPS)
+_UNOPS = list(isa.UNOPS)
 MAX_LOOP_NEST = 2     # counted loops inside counted loops
 MAX_BLOCK_DEPTH = 3   # ifs and loops inside each other
 MAX_COUNT = 6         # iterations of a counted loop

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from shimlab import isa
-from shimlab.interp import asm as asm_interp
+from shimlab.interp import asm_handlers as asm_interp
 from shimlab.abi import contract
 from shimlab.errors import BuildError
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from shimlab import reference
+from shimlab import oracle
 from shimlab.frontend import load_program
 from shimlab.isa import Error
 
@@ -40,7 +40,7 @@ def test_oracle_output_matches_expected(name):
     path = BF_DIR / name
     in_path, out_path = path.with_suffix(".in"), path.with_suffix(".out")
     data = in_path.read_bytes() if in_path.exists() else b""
-    result = reference.run(load_program(path), input=data, max_steps=MAX_STEPS)
+    result = oracle.run(load_program(path), input=data, max_steps=MAX_STEPS)
     assert result.status == Error.OK, (result.status, result.err_pc)
     assert result.output == out_path.read_bytes()
 
@@ -54,6 +54,6 @@ def test_mandel_generator_agrees_with_the_oracle_on_a_small_grid(tmp_path):
     gen = BF_DIR / "gen" / "make_mandel.py"
     subprocess.run([sys.executable, str(gen), "--small", str(tmp_path)], check=True,
                    cwd=gen.parent)
-    result = reference.run(load_program(tmp_path / "mandel_small.bf"), max_steps=50_000_000)
+    result = oracle.run(load_program(tmp_path / "mandel_small.bf"), max_steps=50_000_000)
     assert result.status == Error.OK
     assert result.output == (tmp_path / "mandel_small.out").read_bytes()

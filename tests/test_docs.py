@@ -35,7 +35,7 @@ from shimlab import cli, reproduce
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 CLI_MD = ROOT / "docs" / "cli.md"
 
-# The subcommands run for real: seconds each on a warm build cache.  Every
+# The subcommands run for real: seconds each on a warm build directory.  Every
 # other shimlab command is parsed, not run (its suite has tests of its own
 # at the smallest size: test_transitions.py, test_roundtrip.py, ...).
 RUN = {("run",), ("dis",), ("doctor",), ("stencils", "list"), ("stencils", "show"),

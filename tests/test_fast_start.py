@@ -2,7 +2,7 @@
 
 Read from `python -X importtime`, which names every module a process imports:
 no numpy, no benchmark suites, no JIT for an interpreter mode, and no C parser
-(cffi's parsed declarations come from the build cache).
+(cffi's parsed declarations come from the build directory).
 """
 from __future__ import annotations
 
@@ -86,11 +86,11 @@ def test_a_jit_run_whose_loops_never_get_hot_loads_no_compiler_and_no_stencils()
     nested = str(EXAMPLES / "bf" / "nested.bf")
     p, names = imported("run", nested, "--mode", "jit-direct", "--jit-threshold", "100000000")
     assert p.returncode == 0, p.stderr[-2000:]
-    late = {"shimlab.jit.compile", "shimlab.jit.stencils", "shimlab.jit.optimize", "jitstubs",
+    late = {"shimlab.jit.compile", "shimlab.jit.stencil_store", "shimlab.jit.optimize", "jitstubs",
             "peachpy", "capstone", "subprocess"}
     assert not late & names, sorted(late & names)
     p, names = imported("run", nested, "--mode", "jit-direct")
-    assert p.returncode == 0 and {"shimlab.jit.compile", "shimlab.jit.stencils"} <= names
+    assert p.returncode == 0 and {"shimlab.jit.compile", "shimlab.jit.stencil_store"} <= names
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], ["run", "--help"]])
@@ -111,3 +111,24 @@ def test_writing_the_cffi_cache_prints_nothing_on_stdout(tmp_path, capfd):
     assert vmh._emit(decls, tmp_path / "cffi" / "vmh_probe.py") is not None
     out, _ = capfd.readouterr()
     assert out == ""
+
+
+def test_records_are_declared_with_record_only_where_a_tiny_run_needs_it():
+    """Two record mechanisms, one rule: shimlab.record in the modules a tiny
+    interpreter run imports (dataclasses would cost it about 10 ms, 6-7% of
+    its time, measured side by side), dataclasses everywhere else."""
+    import ast
+    from conftest import ROOT
+    imported("run", HELLO, "--mode", "tailcall")          # warm the caches (build, cffi)
+    _, names = imported("run", HELLO, "--mode", "tailcall")
+    src = ROOT / "src"
+    users = set()
+    for path in sorted((src / "shimlab").rglob("*.py")):
+        module = ".".join(path.relative_to(src).with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("record") \
+                    and module != "shimlab.record":
+                users.add(module)
+    assert users, "no module uses shimlab.record: drop it and this test"
+    assert not users - names, f"use dataclasses in {sorted(users - names)}: a tiny run " \
+                              "does not import them"

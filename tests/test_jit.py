@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from conftest import EXAMPLES, ROOT, get_build, interpreter_configs
-from shimlab import isa, isolate, modes, reference, vm
+from shimlab import isa, isolate, modes, oracle, vm
 from shimlab.modes import JIT as JIT_MODES
 from shimlab.frontend import compile_text, load_program
 from strategies import bf_programs, minipy_programs
@@ -72,7 +72,7 @@ def _alarm(seconds):
     signal.setitimer(signal.ITIMER_REAL, seconds)
 
 
-def _jit_runs(program, data, runs, tape_len=reference.TAPE_LEN, timeout=CHILD_TIMEOUT):
+def _jit_runs(program, data, runs, tape_len=oracle.TAPE_LEN, timeout=CHILD_TIMEOUT):
     """runs: [(mode, jit options)]; each on a count build, all in one forked child.
     Returns [(Result, number of traces, report)]."""
     builds = [get_build(mode, JIT_CC, count=True) for mode, _ in runs]
@@ -107,7 +107,7 @@ def _expected(path: str):
     native = vm.run(get_build("tailcall", JIT_CC, count=True), program, data)
     if sum(native.counts) > ORACLE_STEPS:
         return native, "tailcall"
-    return reference.run(program, data, max_steps=ORACLE_STEPS), "oracle"
+    return oracle.run(program, data, max_steps=ORACLE_STEPS), "oracle"
 
 
 def _maps() -> list[tuple[int, int, str, str]]:
@@ -165,11 +165,11 @@ def _loop_headers(program) -> set[int]:
             if isa.INSTRUCTIONS[op].flow in (isa.Flow.BACKEDGE, isa.Flow.BACKEDGE_BRANCH)}
 
 
-def _check(program, data=b"", tape_len=reference.TAPE_LEN, max_steps=200_000, in_given=True):
+def _check(program, data=b"", tape_len=oracle.TAPE_LEN, max_steps=200_000, in_given=True):
     """Every JIT mode at thresholds 1 and 2 against the oracle (given: inside @given)."""
     note = event if in_given else (lambda _: None)
     try:
-        want = reference.run(program, data, tape_len=tape_len, max_steps=max_steps)
+        want = oracle.run(program, data, tape_len=tape_len, max_steps=max_steps)
     except TimeoutError:
         if not in_given:
             raise
@@ -246,7 +246,7 @@ HEADER_DEOPT = [("+" * 20 + "[>" + "+" * 14 + "[>-[.-]<-]<-]", isa.Error.OK),
 
 @functools.lru_cache(maxsize=None)
 def _bf_oracle(src):
-    return reference.run(_bf(src), tape_len=BF_TAPE)
+    return oracle.run(_bf(src), tape_len=BF_TAPE)
 
 
 @pytest.mark.parametrize("mode", JIT_MODES)
@@ -378,7 +378,7 @@ def _run_and_map(mode):
 @pytest.mark.parametrize("mode", JIT_MODES)
 def test_jit_code_is_mapped_read_execute_never_writable(mode):
     program, (output, mappings, maps) = _run_and_map(mode)
-    assert output == reference.run(program).output
+    assert output == oracle.run(program).output
     assert mappings, "the JIT compiled nothing"
     for addr, size in mappings:
         over = [m for m in maps if m[0] < addr + size and addr < m[1]]
@@ -415,7 +415,7 @@ def _fresh_python(script, *args):
 def test_no_mapping_is_writable_and_executable():
     get_build("jit-direct", JIT_CC)
     out = _fresh_python(WX_SCRIPT, LOOP_BF, "jit-direct", JIT_CC)
-    assert bytes.fromhex(out["output"]) == reference.run(_bf(LOOP_BF)).output
+    assert bytes.fromhex(out["output"]) == oracle.run(_bf(LOOP_BF)).output
     assert not out["wx"], out["wx"]
 
 
@@ -454,7 +454,7 @@ def test_mdwe_process_falls_back_to_dual_mapping():
     out = _fresh_python(MDWE_SCRIPT, LOOP_BF, JIT_CC)
     if "refused" in out:
         pytest.skip(f"prctl(PR_SET_MDWE) refused: {out['refused']} (kernel before 6.3?)")
-    want = reference.run(_bf(LOOP_BF)).output
+    want = oracle.run(_bf(LOOP_BF)).output
     assert bytes.fromhex(out["tailcall"]) == want
     assert "jit_error" not in out, out["jit_error"]
     output, dual, ntraces = out["jit"]
@@ -483,7 +483,7 @@ def test_mdwe_after_loading_uses_dual_mapping():
     if isinstance(got, str):
         pytest.skip(got)
     (r, dual, ntraces, mappings, report), maps, tail_out = got
-    want = reference.run(program)
+    want = oracle.run(program)
     _same(r, want)
     assert dual and ntraces >= 1
     assert "dual-mapped" in report
@@ -522,7 +522,7 @@ def _stats_run(mode, src, threshold=1, perf_map=False, **opts):
 @pytest.mark.parametrize("mode", JIT_MODES)
 def test_stats_report_lists_traces_sizes_entries_and_exits(mode):
     program, (r, report, traces, declined, _, _) = _stats_run(mode, LOOP_BF)
-    _same(r, reference.run(program))
+    _same(r, oracle.run(program))
     assert len(traces) >= 1 and not declined, report
     lines = report.splitlines()
     head = re.match(r"jit \((\S+)\): (\d+) trace\(s\) compiled, (\d+) declined, (\d+) "
@@ -551,7 +551,7 @@ def test_perf_map_names_traces_inside_jit_memory():
     finally:
         if os.path.exists(path):
             os.unlink(path)
-    assert r.output == reference.run(program).output
+    assert r.output == oracle.run(program).output
     assert lines
     heads = 0
     for line in lines:
@@ -577,7 +577,7 @@ def test_perf_map_names_traces_inside_jit_memory():
 @pytest.mark.parametrize("mode", ["jit-shim", "jit-direct-handler"])
 def test_trace_bounds_decline_and_say_why(mode, opts, reason):
     program, (r, report, traces, declined, _, _) = _stats_run(mode, LONG_BODY_BF, **opts)
-    _same(r, reference.run(program))
+    _same(r, oracle.run(program))
     assert not traces and declined, report
     assert re.search(r"declined: loop at pc \d+: " + reason, report), report
     assert all(re.fullmatch(reason, why) or re.match(reason, why) for _, why in declined)
@@ -586,7 +586,7 @@ def test_trace_bounds_decline_and_say_why(mode, opts, reason):
 def test_bounds_do_not_decline_what_fits():
     program, (r, report, traces, declined, _, _) = _stats_run(
         "jit-direct", LONG_BODY_BF, max_trace=64, max_trace_bytes=1 << 16)
-    _same(r, reference.run(program))
+    _same(r, oracle.run(program))
     assert traces and not declined, report
 
 

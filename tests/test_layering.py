@@ -18,19 +18,21 @@ from conftest import ROOT
 
 # Bottom first.  A module may import its own layer and the layers below it.
 LAYERS: list[tuple[str, ...]] = [
-    ("shimlab", "shimlab.errors", "shimlab.paths", "shimlab.atomicfile", "shimlab.record"),   # shimlab: the package's __init__
+    ("shimlab", "shimlab.errors", "shimlab.paths", "shimlab.atomicfile", "shimlab.record",
+     "shimlab.fits"),   # shimlab: the package's __init__; fits: lines and means without numpy
     # disasm: capstone, for every listing; elf: ELF files read; dispatch_sites: how
     # handlers dispatch, for dis --native and census alike
     ("shimlab.isa", "shimlab.disasm", "shimlab.elf", "shimlab.dispatch_sites"),
-    ("shimlab.modes", "shimlab.bytecode", "shimlab.stencil"),
-    ("shimlab.reference", "shimlab.oracle", "shimlab.frontend", "shimlab.toolchain",
+    # result: the limits of a run and its Result, for the oracle and the loader alike
+    ("shimlab.modes", "shimlab.bytecode", "shimlab.stencil", "shimlab.result"),
+    ("shimlab.oracle", "shimlab.first_difference", "shimlab.frontend", "shimlab.toolchain",
      "shimlab.isolate", "shimlab.childpy", "shimlab.perfcounter", "shimlab.progio"),
     ("shimlab.abi",),                  # vm.h as Python sees it; the register contract
     ("jitstubs",),                     # the PeachPy stencils, written against shimlab.stencil
     ("shimlab.interp",),               # generated C, asm interpreter, builds, the loader
     ("shimlab.jit",),                  # trace, patch, memory, runtime
     ("shimlab.vm",),                   # the loader with the JIT's hooks
-    ("shimlab.stenciltest", "shimlab.doctor", "shimlab.sanitize"),
+    ("shimlab.stencil_check", "shimlab.doctor", "shimlab.sanitize"),
     ("shimlab.bench", "shimlab.census"),   # census: anyone's interpreter binary
     ("shimlab.lua",),                  # real interpreters: Lua's sources, builds, timing
     ("shimlab.notebook", "shimlab.reproduce"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import EXAMPLES, interpreter_configs
-from shimlab import reference, vm
+from shimlab import oracle, vm
 from shimlab.abi.vmh import ffi
 from shimlab.bench import harness, synthetic
 from shimlab.bench.results import ResultFile
@@ -53,7 +53,7 @@ def test_a_negative_code_layout_is_refused():
 def test_relocating_runs_move_the_traces_and_stay_exact(mode):
     spec = "transitions:m=4,j=16,i=16,n=50"
     program, stretches = synthetic.build(spec)
-    want = reference.run(program)
+    want = oracle.run(program)
     b = build.build(mode, JIT_CCS[0], count=True)
     with vm.Loaded(b, program, b"", layout_seed=7,
                    jit=synthetic.jit_options(spec, stretches)) as loaded:

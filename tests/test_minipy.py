@@ -22,7 +22,7 @@ from shimlab.errors import FrontendError, ShimlabError
 from shimlab.frontend.minipy import compile_source
 from shimlab.frontend.verify import verify
 
-reference = pytest.importorskip("shimlab.reference")
+oracle = pytest.importorskip("shimlab.oracle")
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "minipy"
@@ -35,7 +35,7 @@ def compile_ok(src: str, filename: str = "t.py"):
 
 def run_minipy(src: str) -> bytes:
     program = compile_ok(src)
-    result = reference.run(program, max_steps=MAX_STEPS)
+    result = oracle.run(program, max_steps=MAX_STEPS)
     assert result.status is isa.Error.OK, (result.status, disassemble(program))
     return result.output
 
@@ -179,7 +179,7 @@ def test_a_utf8_byte_order_mark_is_accepted_as_python_accepts_it(tmp_path):
     path = tmp_path / "bom.py"
     path.write_bytes(data)
     from shimlab.frontend import load_program
-    result = reference.run(load_program(path), max_steps=MAX_STEPS)
+    result = oracle.run(load_program(path), max_steps=MAX_STEPS)
     assert result.output == expected == b"42\n"
     # only at the very start, as in Python
     with pytest.raises(FrontendError, match="syntax error"):
@@ -200,17 +200,17 @@ def test_semantics_that_differ_from_python_are_the_documented_ones():
 
 def test_print_fails_before_printing_anything():
     program = compile_ok("x = 0\nprint(1, 2, 3 // x)\n")
-    result = reference.run(program)
+    result = oracle.run(program)
     assert result.status is isa.Error.ZERO_DIVISION and result.output == b""
 
 
 def test_runtime_errors_point_at_the_source_line():
     program = compile_ok("x = 0\ny = 3\nz = y // x\nprint(z)\n")
-    result = reference.run(program)
+    result = oracle.run(program)
     assert result.status is isa.Error.ZERO_DIVISION
     assert program.position(result.err_pc)[0] == 3
     program = compile_ok("def f(a):\n    return 1 << a\n\nprint(f(-1))\n")
-    result = reference.run(program)
+    result = oracle.run(program)
     assert result.status is isa.Error.NEGATIVE_SHIFT
     assert program.position(result.err_pc)[0] == 2
 

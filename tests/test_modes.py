@@ -14,7 +14,7 @@ import pytest
 
 from conftest import EXAMPLES, get_build, interpreter_configs
 from differential import differences, result_to_json
-from shimlab import reference, vm
+from shimlab import oracle, vm
 from shimlab.frontend import load_program
 
 ORACLE_LIMIT = 2_000_000   # steps; heavier examples are checked against their .out
@@ -52,7 +52,7 @@ def _expected(path):
     program = load_program(path)
     data = _input_for(Path(path))
     try:
-        return reference.run(program, data, max_steps=ORACLE_LIMIT)
+        return oracle.run(program, data, max_steps=ORACLE_LIMIT)
     except TimeoutError:
         cc = next(cc for mode, cc in interpreter_configs() if mode == "switch")
         return vm.run(get_build("switch", cc, count=True), program, data)

@@ -15,7 +15,7 @@ import pytest
 import differential
 from test_modes import _examples, _input_for
 from conftest import get_build, interpreter_configs
-from shimlab import isa, isolate, reference, vm
+from shimlab import isa, isolate, oracle, vm
 from shimlab.bytecode import disassemble
 from shimlab.frontend import bf, compile_text, load_program
 from shimlab.jit import optimize
@@ -257,7 +257,7 @@ def _stats(src, language, **jit):
             return (r.output, j.stats.links, crossings, j.report(r.counts),
                     [t.folded for t in j.stats.traces])
     out = isolate.call("jit-direct --stats", child, timeout=120)
-    assert out[0] == reference.run(program).output
+    assert out[0] == oracle.run(program).output
     return out
 
 

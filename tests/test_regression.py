@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import differential
-from shimlab import reference
+from shimlab import oracle
 from shimlab.jit.defaults import DEFAULT_THRESHOLD
 
 FILES = sorted(differential.regression_dir().glob("*.json"))
@@ -35,7 +35,7 @@ def test_there_are_cases_to_replay():
 def test_saved_case_still_agrees(path):
     case, expected = differential.load_regression(path)
     got = differential.result_to_json(
-        reference.run(case.program(), case.input, max_steps=differential.ORACLE_STEPS))
+        oracle.run(case.program(), case.input, max_steps=differential.ORACLE_STEPS))
     # a case found against CPython holds the oracle to what CPython printed
     problems = differential.against_cpython(case, got)
     assert not problems, problems[0]

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from conftest import compiler_for, get_build
-from shimlab import isa, modes, perfcounter, reference, vm
+from shimlab import isa, modes, oracle, perfcounter, vm
 from shimlab.bench import cpu, harness, roundtrip, stats, synthetic, worker
 from shimlab.bench.results import ResultFile
 
@@ -39,7 +39,7 @@ def test_the_pair_is_one_program_whose_traces_cover_exactly_its_nops(p, live):
     assert len(nops) == (1 if p.traces else p.m)
     # the same instructions run, in the same order: the oracle's counts, and
     # every segment's k interpreted instructions between crossings
-    ra, rb = reference.run(a), reference.run(b)
+    ra, rb = oracle.run(a), oracle.run(b)
     assert ra.counts == rb.counts and ra.locals == rb.locals
     assert ra.counts[NOP] == p.m * SIZE["n"]
     assert ra.instructions == synthetic.instructions_per_run(a_spec)

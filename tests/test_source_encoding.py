@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from shimlab import reference
+from shimlab import oracle
 from shimlab.errors import FrontendError
 from shimlab.frontend import encoding, load_program
 from test_bad_input import one_line_error, shimlab
@@ -57,7 +57,7 @@ def test_a_file_cpython_runs_runs_the_same(tmp_path, name):
     path.write_bytes(RUNS[name])
     want = cpython(path)
     assert want.returncode == 0, want.stderr
-    assert reference.run(load_program(path)).output == want.stdout == b"42\n"
+    assert oracle.run(load_program(path)).output == want.stdout == b"42\n"
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))

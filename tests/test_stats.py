@@ -319,3 +319,43 @@ def test_fit_band_around_the_least_squares_line():
     # narrowest near the middle of the x values, widest far from them
     width = hi - lo
     assert width[1] < width[0] < width[2]
+
+
+# --- fits: the numpy-free formulas stats and the JIT's --stats share ---------
+
+def test_fits_line_is_the_least_squares_line():
+    from shimlab import fits
+    rng = np.random.default_rng(3)
+    xs = rng.uniform(0, 100, 30)
+    ys = 2.5 * xs + 7 + rng.normal(0, 3, 30)
+    a, b = fits.line(list(xs), list(ys))
+    pb, pa = np.polyfit(xs, ys, 1)
+    assert (a, b) == (pytest.approx(pa), pytest.approx(pb))
+    assert stats.slope(xs, ys) == pytest.approx(pb)
+    assert fits.line([1, 1, 1], [1, 2, 3]) is None and fits.line([1], [2]) is None
+    with pytest.raises(ValueError):
+        fits.line([1, 2], [1])
+    with pytest.raises(ValueError):
+        stats.slope([3, 3], [1, 2])
+
+
+def test_fits_geometric_mean_and_its_estimate():
+    from shimlab import fits
+    assert fits.geometric_mean([2.0, 8.0]) == pytest.approx(4.0)
+    for bad in ([], [1.0, 0.0], [-1.0]):
+        with pytest.raises(ValueError):
+            fits.geometric_mean(bad)
+    e = stats.geometric_mean([stats.estimate(2.0, [1.0, 2.0, 4.0]),
+                              stats.estimate(8.0, [4.0, 8.0, 16.0])])
+    assert e.value == pytest.approx(4.0) and list(e.reps) == pytest.approx([2.0, 4.0, 8.0])
+
+
+def test_the_jit_line_at_100_is_the_fit():
+    from types import SimpleNamespace
+    from shimlab.jit import runtime
+    timed = [SimpleNamespace(ops=n, record_ns=0, optimize_ns=0, compile_ns=(50 + 3 * n) * 1e6)
+             for n in (10, 40, 70)]
+    out = runtime._line_at_100(timed)
+    assert out == {"at 100": pytest.approx(350), "fixed": pytest.approx(50),
+                   "per instruction": pytest.approx(3)}
+    assert runtime._line_at_100(timed[:1]) == {}

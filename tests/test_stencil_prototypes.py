@@ -1,4 +1,4 @@
-"""Stencils registered at run time (shimlab.jit.stencils.register): what a
+"""Stencils registered at run time (shimlab.jit.stencil_store.register): what a
 notebook prototypes without writing into jitstubs/.  They must be found by
 the oracle test and by the JIT, refuse to shadow built stencils, and go away
 when unregistered; a JIT stencil override must keep inner loops intact."""
@@ -11,11 +11,11 @@ import signal
 import pytest
 
 from conftest import EXAMPLES, interpreter_configs
-from shimlab import isolate, reference, vm
+from shimlab import isolate, oracle, vm
 from shimlab.interp import build
 from shimlab.frontend import load_program
-from shimlab import stenciltest
-from shimlab.jit import stencils
+from shimlab import stencil_check
+from shimlab.jit import stencil_store
 from shimlab.stencil import StencilError
 
 JIT_CC = sorted({cc for mode, cc in interpreter_configs() if mode == "tailcall"})
@@ -35,23 +35,23 @@ def _assemble(name, variant):
 
 
 def test_register_adds_and_unregister_removes():
-    s = stencils.register(_assemble("LOAD_INT:test-rax", "rax"))
+    s = stencil_store.register(_assemble("LOAD_INT:test-rax", "rax"))
     try:
-        assert stencils.load()["LOAD_INT:test-rax"] is s
+        assert stencil_store.load()["LOAD_INT:test-rax"] is s
         assert "hole oparg" in s.disassembly             # disassembled on registration
-        assert "LOAD_INT" in stencils.load()             # the built ones are still there
+        assert "LOAD_INT" in stencil_store.load()             # the built ones are still there
     finally:
-        stencils.unregister(s.name)
-    assert "LOAD_INT:test-rax" not in stencils.load()
+        stencil_store.unregister(s.name)
+    assert "LOAD_INT:test-rax" not in stencil_store.load()
 
 
 def test_extra_stencils_lasts_for_the_block_only():
     s = _assemble("LOAD_INT:test-block", "rax")
-    with stencils.extra_stencils({s.name: s}) as got:
-        assert set(got) == {s.name} and s.name in stencils.load()
-    assert s.name not in stencils.load()
+    with stencil_store.extra_stencils({s.name: s}) as got:
+        assert set(got) == {s.name} and s.name in stencil_store.load()
+    assert s.name not in stencil_store.load()
     with pytest.raises(StencilError, match="key"):
-        with stencils.extra_stencils({"LOAD_INT:other": s}):
+        with stencil_store.extra_stencils({"LOAD_INT:other": s}):
             pass
 
 
@@ -62,22 +62,22 @@ def test_register_refuses_bad_names(name, why):
     s = _assemble("LOAD_INT:tmp", "rax")
     renamed = Stencil(name, s.code, s.holes, s.doc)
     with pytest.raises(StencilError, match=why):
-        stencils.register(renamed)
-    assert stencils.load()["LOAD_INT"].code != s.code     # the built one was not replaced
+        stencil_store.register(renamed)
+    assert stencil_store.load()["LOAD_INT"].code != s.code     # the built one was not replaced
 
 
 def test_register_wants_a_stencil():
     with pytest.raises(StencilError, match="shimlab.stencil.Stencil"):
-        stencils.register(b"\x90")
+        stencil_store.register(b"\x90")
 
 
 @needs_jit
 def test_the_oracle_test_passes_a_good_prototype_and_catches_a_broken_one():
-    with stencils.extra_stencils([_assemble("LOAD_INT:test-rax", "rax"),
+    with stencil_store.extra_stencils([_assemble("LOAD_INT:test-rax", "rax"),
                                   _assemble("LOAD_INT:test-dword", "dword")]):
         # a forked child, as `shimlab stencils test` runs it: it inherits the registration
-        good = isolate.call("good", stenciltest.run_stencil, "LOAD_INT:test-rax", 40, 0, JIT_CC[0])
-        bad = isolate.call("bad", stenciltest.run_stencil, "LOAD_INT:test-dword", 40, 0,
+        good = isolate.call("good", stencil_check.run_stencil, "LOAD_INT:test-rax", 40, 0, JIT_CC[0])
+        bad = isolate.call("bad", stencil_check.run_stencil, "LOAD_INT:test-dword", 40, 0,
                            JIT_CC[0])
     assert good == []
     assert bad and "stack is" in bad[0]
@@ -96,12 +96,12 @@ def test_the_jit_uses_a_prototype_and_keeps_inner_loops(mode):
     dropped their back-edge target and the program never ended."""
     program = load_program(str(EXAMPLES / "minipy" / "nested_loops.py"))
     b = build.build(mode, JIT_CC[0])
-    with stencils.extra_stencils([_assemble("LOAD_INT:test-rax", "rax")]):
+    with stencil_store.extra_stencils([_assemble("LOAD_INT:test-rax", "rax")]):
         for threshold in (1, 64):
             out = isolate.call("override", _run_bounded, b, program,
                                {"stencils": {"LOAD_INT": "LOAD_INT:test-rax"},
                                 "threshold": threshold})
-            assert out == reference.run(program).output
+            assert out == oracle.run(program).output
 
 
 # ---- prototype modules from files ($SHIMLAB_STENCILS, jitstubs/'s other files) ------------
@@ -112,14 +112,14 @@ def proto(monkeypatch, tmp_path):
     folder = tmp_path / "stencils"
     folder.mkdir()
     monkeypatch.setenv("SHIMLAB_STENCILS", str(folder))
-    stencils.load.cache_clear()
+    stencil_store.load.cache_clear()
 
     def write(stem, text):
         (folder / f"{stem}.py").write_text(text)
-        stencils.load.cache_clear()
+        stencil_store.load.cache_clear()
         return folder / f"{stem}.py"
     yield write
-    stencils.load.cache_clear()
+    stencil_store.load.cache_clear()
 
 
 GOOD = ("from peachpy.x86_64 import ADD, MOV, qword, rax\n"
@@ -132,17 +132,17 @@ GOOD = ("from peachpy.x86_64 import ADD, MOV, qword, rax\n"
 @pytest.mark.parametrize("imp", ["jitstubs.asm", ".asm"])
 def test_a_prototype_module_imports_asm_either_way(proto, imp):
     path = proto("mine", GOOD.format(imp=imp, variant="mine"))
-    st = stencils.load()
+    st = stencil_store.load()
     assert st["DUP:mine"].code == st["DUP"].code
-    assert stencils.origin("DUP:mine") == f"{path}:4"
-    assert stencils.problems() == []
-    assert "DUP:mine" not in stencils.standard()
+    assert stencil_store.origin("DUP:mine") == f"{path}:4"
+    assert stencil_store.problems() == []
+    assert "DUP:mine" not in stencil_store.standard()
 
 
 def test_prototypes_never_enter_the_standard_registry(proto):
     from jitstubs import asm, build
     proto("mine", GOOD.format(imp="jitstubs.asm", variant="mine"))
-    assert "DUP:mine" in stencils.load()
+    assert "DUP:mine" in stencil_store.load()
     assert "DUP:mine" not in asm.REGISTRY and "DUP:mine" not in build.load_families()
 
 
@@ -162,45 +162,45 @@ def test_prototypes_never_enter_the_standard_registry(proto):
 def test_a_broken_prototype_is_one_line_with_file_line_and_stencil(proto, text, name, where):
     path = proto("bad", text)
     proto("good", GOOD.format(imp="jitstubs.asm", variant="good"))
-    st = stencils.load()                  # the broken module does not break loading
+    st = stencil_store.load()                  # the broken module does not break loading
     assert "DUP:good" in st and "LOAD_INT" in st
-    problems = stencils.problems()
+    problems = stencil_store.problems()
     assert len(problems) == 1 and problems[0].startswith(f"{path}{where.split(':')[0]}:"), \
         problems
     assert where in problems[0], problems
     assert "\n" not in problems[0]
     if name and name != "DUP":
         with pytest.raises(StencilError, match=re.escape(where)):
-            stencils.lookup(name)
+            stencil_store.lookup(name)
         assert name not in st
 
 
 def test_two_modules_defining_one_name_are_both_refused(proto):
     a = proto("a", GOOD.format(imp="jitstubs.asm", variant="twice"))
     b = proto("b", GOOD.format(imp=".asm", variant="twice"))
-    assert "DUP:twice" not in stencils.load()
+    assert "DUP:twice" not in stencil_store.load()
     with pytest.raises(StencilError, match=f"{a} and {b} both define it"):
-        stencils.lookup("DUP:twice")
+        stencil_store.lookup("DUP:twice")
 
 
 def test_a_module_is_built_again_when_it_changes_and_its_cache_pruned(proto):
     path = proto("mine", GOOD.format(imp="jitstubs.asm", variant="v1"))
-    assert "DUP:v1" in stencils.load()
+    assert "DUP:v1" in stencil_store.load()
     proto("mine", GOOD.format(imp="jitstubs.asm", variant="v2"))
-    st = stencils.load()
+    st = stencil_store.load()
     assert "DUP:v2" in st and "DUP:v1" not in st
-    cache = stencils._prototype_cache(path, dict(stencils.contract.STATE))
+    cache = stencil_store._prototype_cache(path, dict(stencil_store.contract.STATE))
     assert json.loads(cache.read_text())["module"] == str(path)
     path.unlink()
     other = proto("other", GOOD.format(imp="jitstubs.asm", variant="o"))
-    assert "DUP:o" in stencils.load() and other.exists()
+    assert "DUP:o" in stencil_store.load() and other.exists()
     assert not cache.exists(), "the cache of a module that is gone was kept"
 
 
 def test_register_refuses_the_name_of_a_file_prototype(proto):
     path = proto("mine", GOOD.format(imp="jitstubs.asm", variant="mine"))
     with pytest.raises(StencilError, match=f"comes from {re.escape(str(path))}:4 already"):
-        stencils.register(_assemble("DUP:mine", "rax"))
+        stencil_store.register(_assemble("DUP:mine", "rax"))
 
 
 @pytest.mark.parametrize("overrides, message", [
@@ -213,7 +213,7 @@ def test_register_refuses_the_name_of_a_file_prototype(proto):
 ])
 def test_check_overrides_refuses_what_the_jit_cannot_use(overrides, message):
     with pytest.raises(StencilError, match=re.escape(message)):
-        stencils.check_overrides(overrides)
+        stencil_store.check_overrides(overrides)
 
 
 def test_check_overrides_refuses_a_hole_the_jit_leaves_unfilled():
@@ -222,23 +222,23 @@ def test_check_overrides_refuses_a_hole_the_jit_leaves_unfilled():
     def with_branch(a, r):
         a.jcc_hole("e", "branch")
     s = assemble("CELL_ADD:branchy", with_branch)
-    with stencils.extra_stencils([s]):
+    with stencil_store.extra_stencils([s]):
         with pytest.raises(StencilError, match="hole branch of CELL_ADD:branchy would be "
                                                "left unpatched"):
-            stencils.check_overrides({"CELL_ADD": "CELL_ADD:branchy"})
+            stencil_store.check_overrides({"CELL_ADD": "CELL_ADD:branchy"})
         # a conditional jump's stencil has a branch hole: a prototype of it may too
         t = assemble("JUMP_IF_CELL_ZERO:taken:mine", with_branch)
-        with stencils.extra_stencils([t]):
-            assert stencils.check_overrides({"JUMP_IF_CELL_ZERO:taken": t.name})
-            assert stencils.replaces(t.name) == "JUMP_IF_CELL_ZERO:taken"
+        with stencil_store.extra_stencils([t]):
+            assert stencil_store.check_overrides({"JUMP_IF_CELL_ZERO:taken": t.name})
+            assert stencil_store.replaces(t.name) == "JUMP_IF_CELL_ZERO:taken"
 
 
 def test_parse_overrides_says_which_spec_is_wrong():
     with pytest.raises(StencilError, match=r"^--stencil CELL_ADD: expected OP=NAME"):
-        stencils.parse_overrides(["CELL_ADD"])
+        stencil_store.parse_overrides(["CELL_ADD"])
     with pytest.raises(StencilError, match="LOAD_INT is replaced twice"):
-        stencils.parse_overrides(["LOAD_INT=LOAD_INT", "LOAD_INT=LOAD_INT"])
-    assert stencils.parse_overrides([" LOAD_INT = LOAD_INT "]) == {"LOAD_INT": "LOAD_INT"}
+        stencil_store.parse_overrides(["LOAD_INT=LOAD_INT", "LOAD_INT=LOAD_INT"])
+    assert stencil_store.parse_overrides([" LOAD_INT = LOAD_INT "]) == {"LOAD_INT": "LOAD_INT"}
 
 
 # ---- the stencil tester's report -----------------------------------------------------------
@@ -246,8 +246,8 @@ def test_parse_overrides_says_which_spec_is_wrong():
 @needs_jit
 def test_a_failure_names_the_instruction_and_its_operand_in_words():
     """The tag was '(7, 1073741824)': the code unit (opcode, operand) bare."""
-    with stencils.extra_stencils([_assemble("LOAD_INT:test-dword", "dword")]):
-        bad = isolate.call("bad", stenciltest.run_stencil, "LOAD_INT:test-dword", 40, 0,
+    with stencil_store.extra_stencils([_assemble("LOAD_INT:test-dword", "dword")]):
+        bad = isolate.call("bad", stencil_check.run_stencil, "LOAD_INT:test-dword", 40, 0,
                            JIT_CC[0])
     assert bad
     for line in bad:
@@ -255,11 +255,11 @@ def test_a_failure_names_the_instruction_and_its_operand_in_words():
 
 
 def test_a_differing_tape_names_its_first_differing_cell():
-    assert stenciltest._difference("tape", b"\x00\x01\x02", b"\x00\x01\x03") == \
+    assert stencil_check._difference("tape", b"\x00\x01\x02", b"\x00\x01\x03") == \
         "tape cell 2 is 2, the oracle says 3"
-    assert stenciltest._difference("out", b"AB", b"AC") == "output byte 1 is 66, the oracle " \
+    assert stencil_check._difference("out", b"AB", b"AC") == "output byte 1 is 66, the oracle " \
         "says 67"
-    assert stenciltest._difference("head", 3, 4) == "tape head is 3, the oracle says 4"
+    assert stencil_check._difference("head", 3, 4) == "tape head is 3, the oracle says 4"
 
 
 # ---- the first difference from the oracle (run --check) ------------------------------------
@@ -267,15 +267,15 @@ def test_a_differing_tape_names_its_first_differing_cell():
 def _result(**kw):
     from shimlab.isa import Error
     base = dict(output=b"abc", status=Error.OK, tape=b"\x00" * 4, head=0, locals=[1, 2])
-    return reference.Result(**{**base, **kw})
+    return oracle.Result(**{**base, **kw})
 
 
 def test_first_difference_names_the_first_way_two_runs_differ():
-    from shimlab import oracle
+    from shimlab.first_difference import first_difference
     from shimlab.bytecode import Function, Program
     from shimlab.isa import Error
     prog = Program("p.py", [], [], [Function("main", 0, 0, 2, ["i", "s"])])
-    diff = oracle.first_difference
+    diff = first_difference
     assert diff(prog, _result(), _result()) is None
     assert diff(prog, _result(output=b"abd"), _result(), "jit-direct") == \
         "output byte 2 is 0x64 'd' in jit-direct, 0x63 'c' from the oracle (the 2 bytes " \

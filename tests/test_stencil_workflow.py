@@ -280,7 +280,7 @@ def test_the_unit_runs_the_stencil_the_comparison_replaces():
     """unit_stencil says which standard stencil each instruction's unit runs
     in its trace; the trace compiled from the unit's loop must contain it."""
     from shimlab import isolate, vm
-    from shimlab.bench import stencils as timing
+    from shimlab.bench import stencil_timing as timing
     from shimlab.interp import build
     from shimlab.jit import compile as jit_compile
 
@@ -312,15 +312,15 @@ def test_the_unit_runs_the_stencil_the_comparison_replaces():
 def test_bench_programs_does_not_time_a_wrong_stencil(tmp_path, monkeypatch):
     from shimlab.bench import harness, programs
     from shimlab.bench.results import ResultFile
-    from shimlab.jit import stencils
+    from shimlab.jit import stencil_store
     monkeypatch.setenv("SHIMLAB_STENCILS", _proto_dir(tmp_path, wrong=WRONG)["SHIMLAB_STENCILS"])
-    stencils.load.cache_clear()
+    stencil_store.load.cache_clear()
     try:
         prog = tmp_path / "loop.py"
         prog.write_text(LOOP_PY)
         bf = tmp_path / "no_load_int.bf"
         bf.write_text("++++++++[>+++++.<-]")
-        overrides = stencils.parse_overrides(["LOAD_INT=LOAD_INT:off"])
+        overrides = stencil_store.parse_overrides(["LOAD_INT=LOAD_INT:off"])
         standard = programs.configs_for([str(prog), str(bf)], JIT_CC[0],
                                         modes=("tailcall", "jit-direct"))
         configs, notes = programs.stencil_configs(standard, overrides)
@@ -341,7 +341,7 @@ def test_bench_programs_does_not_time_a_wrong_stencil(tmp_path, monkeypatch):
         assert "from the oracle" in why
         assert configs[0].key not in rf and all(rf.runs_done(c.key) == 1 for c in standard)
     finally:
-        stencils.load.cache_clear()
+        stencil_store.load.cache_clear()
 
 
 @needs_jit

@@ -1,5 +1,5 @@
 """The PeachPy stencils: the hole checks of jitstubs.asm, patching in
-jit.compile, the artifact jit.stencils loads, the stencil tester and the
+jit.compile, the artifact jit.stencil_store loads, the stencil tester and the
 `shimlab stencils` commands."""
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from jitstubs import build as stub_build  # noqa: E402
 from jitstubs.asm import PLACEHOLDER, AsmError, Hole, Stencil  # noqa: E402
 from peachpy.x86_64 import ADD, MOV, eax, ecx, rax  # noqa: E402
 from shimlab import isa, isolate, modes  # noqa: E402
-from shimlab.jit import stencils  # noqa: E402
+from shimlab.jit import stencil_store  # noqa: E402
 from shimlab.jit.compile import CompileError, Context, compile_trace  # noqa: E402
 from shimlab.jit.trace import Trace, TraceOp  # noqa: E402
 from shimlab.stencil import StencilError, find_holes  # noqa: E402
@@ -114,7 +114,7 @@ def test_local_jumps_are_checked():
 
 
 def test_every_built_stencil_has_a_consistent_hole_table():
-    st = stencils.standard()
+    st = stencil_store.standard()
     assert set(st) == set(stub_build.load_families())
     for s in st.values():
         kinds = [h.kind for h in s.holes]
@@ -139,7 +139,7 @@ def _nop_loop_trace():
 
 @pytest.mark.parametrize("count", [False, True])
 def test_a_hole_the_compiler_does_not_fill_is_a_compile_error(monkeypatch, count):
-    real = stencils.load()
+    real = stencil_store.load()
     code, trace = _nop_loop_trace()
     # mov rax, TALLY; inc qword [rax]: a "tally" hole, which only --stats fills
     fake_code = b"\x48\xb8" + PLACEHOLDER["tally"].to_bytes(8, "little") + b"\x48\xff\x00"
@@ -149,7 +149,7 @@ def test_a_hole_the_compiler_does_not_fill_is_a_compile_error(monkeypatch, count
     for mode in ctx_modes:      # the real stencils compile
         compile_trace(trace, Context(mode, 0x10000, [], code, [0x20000] * isa.NUM_OPCODES,
                                      count=count), None)
-    monkeypatch.setattr(stencils, "load", lambda *args, **kwargs: fake)
+    monkeypatch.setattr(stencil_store, "load", lambda *args, **kwargs: fake)
     for mode in ctx_modes:
         ctx = Context(mode, 0x10000, [], code, [0x20000] * isa.NUM_OPCODES, count=count)
         with pytest.raises(CompileError, match=r"stencil NOP: hole tally at \+2 left "
@@ -189,16 +189,16 @@ def test_a_trace_naming_a_missing_stencil_is_a_compile_error():
 def build_dir(monkeypatch, tmp_path):
     """A private SHIMLAB_BUILD_DIR, and no stencils cached from elsewhere (before or after)."""
     monkeypatch.setenv("SHIMLAB_BUILD_DIR", str(tmp_path))
-    stencils.load.cache_clear()
+    stencil_store.load.cache_clear()
     yield tmp_path
-    stencils.load.cache_clear()
+    stencil_store.load.cache_clear()
 
 
 def test_artifact_is_built_headed_by_the_inputs_hash(build_dir):
-    path = stencils.artifact_path()
-    assert path == build_dir / "stencils.json"      # cache_root reads the variable at call time
+    path = stencil_store.artifact_path()
+    assert path == build_dir / "stencils.json"      # build_root reads the variable at call time
     assert not path.exists()
-    st = stencils.load()
+    st = stencil_store.load()
     text = path.read_text()
     want = stub_build.input_hash()
     assert re.fullmatch(r"[0-9a-f]{16}", want)
@@ -219,30 +219,30 @@ def _tamper(path, hash_=None, add_code="90"):
 
 
 def test_stale_artifact_is_rebuilt(build_dir):
-    real_add = stencils.load()["ADD"].code
-    path = stencils.artifact_path()
+    real_add = stencil_store.load()["ADD"].code
+    path = stencil_store.artifact_path()
     _tamper(path, hash_="0" * 16)
-    stencils.load.cache_clear()
-    assert stencils.load()["ADD"].code == real_add
+    stencil_store.load.cache_clear()
+    assert stencil_store.load()["ADD"].code == real_add
     assert json.loads(path.read_text())["hash"] == stub_build.input_hash()
 
 
 def test_current_artifact_is_used_as_it_is(build_dir):
     """The hash alone decides: an artifact whose hash matches is not rebuilt (so
     the tampered ADD comes back), and the lru_cache serves it until cleared."""
-    stencils.load()
-    path = stencils.artifact_path()
+    stencil_store.load()
+    path = stencil_store.artifact_path()
     _tamper(path)
-    assert stencils.load()["ADD"].code != b"\x90"       # still the cached one
-    stencils.load.cache_clear()
-    assert stencils.load()["ADD"].code == b"\x90"
+    assert stencil_store.load()["ADD"].code != b"\x90"       # still the cached one
+    stencil_store.load.cache_clear()
+    assert stencil_store.load()["ADD"].code == b"\x90"
 
 
 @pytest.mark.parametrize("garbage", ["", "{not json", "[]", '{"hash": null}'])
 def test_unreadable_artifact_is_rebuilt(build_dir, garbage):
-    path = stencils.artifact_path()
+    path = stencil_store.artifact_path()
     path.write_text(garbage)
-    st = stencils.load()
+    st = stencil_store.load()
     assert "ADD" in st
     assert json.loads(path.read_text())["hash"] == stub_build.input_hash()
 
@@ -259,12 +259,12 @@ def _in_child(fn, *args):
 
 @needs_jit
 def test_run_stencil_passes_the_real_stencils():
-    from shimlab import stenciltest
-    names = [n for n in stencils.load()
+    from shimlab import stencil_check
+    names = [n for n in stencil_store.load()
              if not n.startswith(("exit:", "count", "uncount", "tally"))]
 
     def all_of_them():
-        return {n: stenciltest.run_stencil(n, 8, 1, JIT_CC) for n in names}
+        return {n: stencil_check.run_stencil(n, 8, 1, JIT_CC) for n in names}
     bad = {n: f for n, f in _in_child(all_of_them).items() if f}
     assert not bad, bad
 
@@ -276,12 +276,12 @@ def test_run_stencil_passes_the_real_stencils():
     ("LT", "LE"), ("GT", "GE"),
 ])
 def test_run_stencil_detects_a_wrong_stencil(monkeypatch, victim, impostor):
-    from shimlab import stenciltest
-    real = stencils.load()
+    from shimlab import stencil_check
+    real = stencil_store.load()
     fake = dict(real)
     fake[victim] = dataclasses.replace(real[impostor], name=victim)
-    monkeypatch.setattr(stencils, "load", lambda *args, **kwargs: fake)
-    failures = _in_child(stenciltest.run_stencil, victim, 40, 0, JIT_CC)
+    monkeypatch.setattr(stencil_store, "load", lambda *args, **kwargs: fake)
+    failures = _in_child(stencil_check.run_stencil, victim, 40, 0, JIT_CC)
     assert failures, f"{victim} with {impostor}'s code passed"
     assert all(f.startswith("trial ") for f in failures), failures
 
@@ -298,7 +298,7 @@ def test_stencils_list_lists_every_stencil():
     assert p.returncode == 0, p.stderr
     rows = p.stdout.splitlines()[2:]            # header, rule
     listed = [r.split()[0] for r in rows if r.strip()]
-    st = stencils.load()
+    st = stencil_store.load()
     assert sorted(listed) == sorted(st)
     for r in rows:
         name, size = r.split()[:2]
@@ -308,7 +308,7 @@ def test_stencils_list_lists_every_stencil():
 def test_stencils_show_marks_the_holes():
     p = _shimlab("stencils", "show", "MOVE")
     assert p.returncode == 0, p.stderr
-    move = stencils.load()["MOVE"]
+    move = stencil_store.load()["MOVE"]
     assert p.stdout.startswith(f"MOVE: {len(move.code)} bytes")
     kinds = {h.kind for h in move.holes}
     assert {"oparg", "deopt"} <= kinds

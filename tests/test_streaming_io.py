@@ -16,7 +16,7 @@ import pytest
 from processes import wait_for_child, wait_until_busy
 
 from conftest import EXAMPLES, compiler_for
-from shimlab import reference, vm
+from shimlab import oracle, vm
 from shimlab.frontend import load_program
 from shimlab.interp import build
 from shimlab.progio import CHUNK, OutputLimit, Streams
@@ -56,7 +56,7 @@ def _build(mode):
 
 def _run(mode, program, **kw):
     if mode == "reference":
-        return reference.run(program, b"", **kw)
+        return oracle.run(program, b"", **kw)
     jit = {"threshold": 1} if mode.startswith("jit") else None
     return vm.run(_build(mode), program, b"", jit=jit, **kw)
 
@@ -145,7 +145,7 @@ def test_max_output_holds_without_streaming_too(mode, prog):
 def test_without_streams_the_output_is_kept_whole(prog):
     """Benchmarks and tests read Result.output: no fds, nothing written."""
     program = load_program(str(EXAMPLES / "bf" / "hello.bf"))
-    assert _run("tailcall", program).output == reference.run(program).output != b""
+    assert _run("tailcall", program).output == oracle.run(program).output != b""
 
 
 # ---- the CLI ------------------------------------------------------------------
@@ -315,7 +315,7 @@ def test_a_traced_loop_reads_on_past_the_end(mode, streamed, prog):
     if not streamed:
         data = b"AB"
         if mode == "reference":
-            result = reference.run(program, data)
+            result = oracle.run(program, data)
         else:
             result = vm.run(_build(mode), program, data,
                             jit={"threshold": 1} if mode.startswith("jit") else None)

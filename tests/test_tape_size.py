@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import compiler_for
-from shimlab import reference, vm
+from shimlab import oracle, vm
 from shimlab.bench import expected, harness
 from shimlab.errors import RunError
 from shimlab.frontend import load_program
@@ -36,7 +36,7 @@ def far(tmp_path):
 
 def _run(mode, program, **kw):
     if mode == "reference":
-        return reference.run(program, **kw)
+        return oracle.run(program, **kw)
     jit = {"threshold": 1} if mode.startswith("jit") else None
     return vm.run(build.build(mode, compiler_for(mode)), program, jit=jit, **kw)
 
@@ -44,8 +44,8 @@ def _run(mode, program, **kw):
 @pytest.mark.parametrize("mode", MODES)
 def test_the_head_stops_at_the_asked_size(mode, walker):
     program = load_program(str(walker))
-    for size in (reference.TAPE_LEN, 5, 70_000):
-        r = _run(mode, program, tape_len=size) if size != reference.TAPE_LEN else \
+    for size in (oracle.TAPE_LEN, 5, 70_000):
+        r = _run(mode, program, tape_len=size) if size != oracle.TAPE_LEN else \
             _run(mode, program)
         assert r.status.name == "TAPE_BOUNDS" and r.err_value == size, (size, r.status)
 

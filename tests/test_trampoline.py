@@ -14,7 +14,7 @@ from shimlab.abi import contract
 pytest.importorskip("peachpy")
 pytest.importorskip("capstone")
 
-from shimlab.jit import stencils  # noqa: E402
+from shimlab.jit import stencil_store  # noqa: E402
 
 MODE = modes.get("jit-trampoline")
 ORDER = MODE.trace_order
@@ -78,7 +78,7 @@ def test_the_traces_order_moves_every_value():
 
 @pytest.mark.parametrize("k", KS)
 def test_the_entry_trampoline_moves_every_register_to_the_traces_order(k):
-    st = stencils.load()
+    st = stencil_store.load()
     code = st[f"{MODE.entry_stencil}{_sfx(k)}"].code
     start = {A[x]: x for x in A} | {r: f"c{j}" for j, r in enumerate(contract.CACHE_REGS[:k])}
     after, insns = _run(code, start)
@@ -93,7 +93,7 @@ def test_the_entry_trampoline_moves_every_register_to_the_traces_order(k):
 @pytest.mark.parametrize("which", ["exit_stencil", "count_exit_stencil", "handler_exit_stencil",
                                    "handler_far"])
 def test_an_exit_trampoline_moves_every_register_back(k, which):
-    st = stencils.load()
+    st = stencil_store.load()
     name = MODE.handler_exit_stencil + ":far" if which == "handler_far" else getattr(MODE, which)
     code = st[f"{name}{_sfx(k)}"].code
     after, insns = _run(code, {B[x]: x for x in B})
@@ -125,10 +125,10 @@ def test_a_trace_starts_with_the_entry_trampoline():
         # the same pieces as jit-direct's, but written for B (their encodings can
         # differ: [r13] needs a displacement byte, [r12] a SIB byte)
         assert c.exits == direct.exits
-        assert c.body_size == len(entry) + sum(len(stencils.load(B)[n].code)
+        assert c.body_size == len(entry) + sum(len(stencil_store.load(B)[n].code)
                                                for n in ("LOAD_INT", "POP"))
         # the body is the traces' order's stencils: LOAD_INT's, written for B
-        mine, theirs = stencils.load(B)["LOAD_INT"], stencils.load()["LOAD_INT"]
+        mine, theirs = stencil_store.load(B)["LOAD_INT"], stencil_store.load()["LOAD_INT"]
         assert mine.code != theirs.code
         holes = {h.offset + j for h in mine.holes for j in range(h.width)}
         body = c.code[len(entry):]

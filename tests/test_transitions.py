@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import interpreter_configs
-from shimlab import isa, modes, reference, vm
+from shimlab import isa, modes, oracle, vm
 from shimlab.interp import build
 from shimlab.interp.loader import TABLE_SLOTS
 from shimlab.bench import floors, harness, synthetic, transitions
@@ -42,8 +42,8 @@ def test_matched_programs_run_the_same_vm_instructions(mode):
     for m in (1, 2, 4, 8):
         spec = f"transitions:m={m},j=16,i=16,n={n}"
         counts, enter = _counts(mode, spec)
-        oracle = reference.run(synthetic.build(spec)[0])
-        assert counts == oracle.counts
+        want = oracle.run(synthetic.build(spec)[0])
+        assert counts == want.counts
         assert sum(counts) == synthetic.instructions_per_run(spec)
         assert enter == m * n          # one entry per segment per iteration
         if base is None:
@@ -527,7 +527,7 @@ def test_matched_programs_at_each_k_run_the_same_vm_instructions(mode, k):
     for m in (1, 2, 4, 8):
         spec = _live_spec(m, k, n=n)
         counts, enter, sink = _counts_at(mode, spec, k)
-        assert counts == reference.run(synthetic.build(spec)[0]).counts
+        assert counts == oracle.run(synthetic.build(spec)[0]).counts
         assert sum(counts) == synthetic.instructions_per_run(spec)
         assert enter == m * n
         assert sink == sum(range(2, k + 2))

@@ -136,9 +136,9 @@ class Assembler:
 
 def format_operand(program: Program, pc: int, ins: isa.Instr, arg: int) -> str:
     kind = ins.operand
-    if ins.name in isa.PACKED_CELL:
+    if ins.packing == "cell":
         return f"cell {arg >> 8:+d}, {arg & 0xFF}"
-    if ins.name == "CELL_ADD2_AT":
+    if ins.packing == "add2":
         off_a, byte_a, off_b, byte_b = isa.unpack_add2(arg)
         return f"cell {off_a:+d}, {byte_a}; cell {off_b:+d}, {byte_b}"
     if kind is Operand.NONE:
@@ -151,13 +151,13 @@ def format_operand(program: Program, pc: int, ins: isa.Instr, arg: int) -> str:
     if kind in isa.PACKED_AT_JUMP:
         disp = isa.jump_disp(ins, arg)
         return f"cell {arg >> 24:+d}, {disp:+d} (to {pc + disp})"
-    if ins.name == "CELL_MOVE_PAIR_AT":
+    if ins.packing == "move_pair":
         c1, t1, c2, t2 = isa.unpack_move_pair(arg)
         return f"cell {c1:+d} to {t1:+d}, then {c2:+d} to {t2:+d}"
-    if ins.name == "CELL_COPY_AT":
+    if ins.packing == "copy_at":
         a, t, u, _ = isa.unpack_move_at("CELL_MOVE2_AT", arg)
         return f"cell {a:+d} to {t:+d} through {u:+d}"
-    if ins.name in isa.PACKED_MOVE_AT:
+    if ins.packing in ("move_at", "move2_at"):
         c, t, t2, f = isa.unpack_move_at(ins.name, arg)
         return f"cell {c:+d} times {f} to {t:+d}" + ("" if t2 is None else f" and {t2:+d}")
     if kind is Operand.CONST:

@@ -3,7 +3,7 @@
 Every instruction is defined here once: its operand kind, stack effect,
 control flow, C body (written with the shape macros of csrc/vm.h) and Python
 semantics.  interp/generate.py generates every C interpreter from this table and
-reference.py drives the Python oracle from it, so the two cannot drift apart.
+oracle.py drives the Python oracle from it, so the two cannot drift apart.
 """
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ def unpack_move_at(name: str, arg: int) -> tuple[int, int, int | None, int]:
     """(counter, target, target2 or None, factor) of a CELL_MULADD_AT,
     CELL_MOVE_AT or CELL_MOVE2_AT operand."""
     c, t = arg >> 24, _sbyte(arg >> 16)
-    if name == "CELL_MOVE2_AT":
+    if name == "CELL_MOVE2_AT":      # (by name: the table is defined below)
         return c, t, _sbyte(arg >> 8), arg & 0xFF
     return c, t, None, (arg >> 8) & 0xFF
 
@@ -184,6 +184,20 @@ class Instr(Frozen):
     doc: str
     # Python semantics: fn(state, arg) -> next pc or None to fall through.
     py: Callable
+    # Why it has no stencil, when it has none ("" when it has one, in a
+    # jitstubs/ family): the JIT ends a trace at it, and the asm interpreter
+    # runs its C tail-call handler instead of a PeachPy one.
+    no_stencil: str = ""
+    # How an IMM operand packs several fields ("" when it is one number):
+    # "cell" (pack_cell), "add2" (pack_add2), "move_at" and "move2_at"
+    # (pack_move_at, one target or two), "copy_at" (pack_move_at's counter,
+    # target and spare), "move_pair" (pack_move_pair).  Jumps with packed
+    # operands have operand kinds of their own instead.
+    packing: str = ""
+
+    @property
+    def has_stencil(self) -> bool:
+        return not self.no_stencil
 
 
 def _floordiv(a: int, b: int) -> int:
@@ -207,8 +221,9 @@ def _rshift(a: int, b: int) -> int:
 INSTRUCTIONS: list[Instr] = []
 
 
-def _def(name, operand, pops, pushes, flow, c, doc, py):
-    INSTRUCTIONS.append(Instr(name, operand, pops, pushes, flow, c.strip(), doc, py))
+def _def(name, operand, pops, pushes, flow, c, doc, py, no_stencil="", packing=""):
+    INSTRUCTIONS.append(Instr(name, operand, pops, pushes, flow, c.strip(), doc, py, no_stencil,
+                              packing))
 
 
 def _binop(name, c_expr, py_fn, doc, check=""):
@@ -233,7 +248,8 @@ def _py_simple(fn):
 
 
 _def("NOP", Operand.NONE, 0, 0, Flow.NEXT, "", "do nothing", lambda s, arg: None)
-_def("HALT", Operand.NONE, 0, 0, Flow.HALT, "HALT();", "stop the program", lambda s, arg: s.halt())
+_def("HALT", Operand.NONE, 0, 0, Flow.HALT, "HALT();", "stop the program", lambda s, arg: s.halt(),
+     no_stencil="leaves the interpreter: saves the state and returns to C")
 
 # constants, locals, stack
 _def("LOAD_INT", Operand.IMM, 0, 1, Flow.NEXT, "PUSH((int64_t)ARG);",
@@ -288,12 +304,15 @@ _def("JUMP_IF_TRUE", Operand.FORWARD, 1, 0, Flow.BRANCH, "if (POP() != 0) JUMPBY
 _def("LOOP", Operand.BACKWARD, 0, 0, Flow.BACKEDGE, "BACKEDGE(ARG);",
      "loop back-edge: jump backward", lambda s, arg: s.pc + arg)
 _def("CALL", Operand.FUNC, None, 1, Flow.CALL, "CALL_FUNCTION(ARG);",
-     "call a function with its arguments on the stack", lambda s, arg: s.call(arg))
+     "call a function with its arguments on the stack", lambda s, arg: s.call(arg),
+     no_stencil="frame setup with a bounds check and a loop zeroing locals")
 _def("RETURN", Operand.NONE, 1, 0, Flow.RETURN, "RETURN_VALUE();",
-     "return the top of stack to the caller", lambda s, arg: s.ret())
+     "return the top of stack to the caller", lambda s, arg: s.ret(),
+     no_stencil="frame teardown through vm->frames")
 _def("PRINT", Operand.IMM, 1, 0, Flow.NEXT, "PRINT_INT(POP(), ARG);",
      "pop and print as decimal, then the byte ARG (space or newline)",
-     lambda s, arg: s.print_int(s.pop(), arg))
+     lambda s, arg: s.print_int(s.pop(), arg),
+     no_stencil="decimal formatting (sl_print_int) and output buffer growth")
 _def("PRINT_BYTE", Operand.IMM, 0, 0, Flow.NEXT, "OUTPUT((uint8_t)ARG);",
      "print the byte ARG", lambda s, arg: s.output(arg & 0xFF))
 
@@ -324,17 +343,17 @@ _def("LOOP_IF_CELL", Operand.BACKWARD, 0, 0, Flow.BACKEDGE_BRANCH, "if (*HEAD !=
 _def("CELL_ADD_AT", Operand.IMM, 0, 0, Flow.NEXT,
      "TAPE_AT(p_, ARG >> 8); *p_ = (uint8_t)((uint32_t)*p_ + (uint32_t)ARG);",
      "add the low byte of ARG to the cell at head + (ARG >> 8)",
-     lambda s, arg: s.cell_add_at(arg >> 8, arg & 0xFF))
+     lambda s, arg: s.cell_add_at(arg >> 8, arg & 0xFF), packing="cell")
 _def("CELL_SET_AT", Operand.IMM, 0, 0, Flow.NEXT,
      "TAPE_AT(p_, ARG >> 8); *p_ = (uint8_t)ARG;",
      "set the cell at head + (ARG >> 8) to the low byte of ARG",
-     lambda s, arg: s.cell_set_at(arg >> 8, arg & 0xFF))
+     lambda s, arg: s.cell_set_at(arg >> 8, arg & 0xFF), packing="cell")
 _def("CELL_MULADD", Operand.IMM, 0, 0, Flow.NEXT,
      "uint32_t c_ = *HEAD; if (c_) { TAPE_AT(p_, ARG >> 8); "
      "*p_ = (uint8_t)((uint32_t)*p_ + c_ * (uint32_t)ARG); }",
      "a multiply loop's step: add the current cell times the low byte of ARG to the "
      "cell at head + (ARG >> 8) (nothing, no bounds check, when the current cell is 0)",
-     lambda s, arg: s.cell_muladd(arg >> 8, arg & 0xFF))
+     lambda s, arg: s.cell_muladd(arg >> 8, arg & 0xFF), packing="cell")
 _def("SCAN", Operand.IMM, 0, 0, Flow.NEXT, "while (*HEAD) MOVE_HEAD(ARG);",
      "BF [>] and kin: move the head by ARG until the current cell is zero",
      lambda s, arg: s.scan(arg))
@@ -366,7 +385,7 @@ _def("CELL_ADD2_AT", Operand.IMM, 0, 0, Flow.NEXT,
      "*q_ = (uint8_t)((uint32_t)*q_ + (uint32_t)ARG);",
      "two CELL_ADD_AT in one: add byte 2 of ARG at head + (int8) byte 3, then byte 0 "
      "at head + (int8) byte 1 (both cells checked first)",
-     _add2)
+     _add2, packing="add2")
 
 # Tests and multiply loops at offsets from the head, made by the BF front
 # end at --bf-opt 1 so that the head moves only where a loop's body moves it
@@ -425,16 +444,16 @@ _def("CELL_MULADD_AT", Operand.IMM, 0, 0, Flow.NEXT,
      _MULADD_AT.format(factor="(((uint32_t)ARG >> 8) & 0xFF)", clear="", **_ONE),
      "a multiply loop's step at offsets: cell[head + byte 2] += cell[head + byte 3] * "
      "byte 1 (nothing, no check of the target, when that counter is 0)",
-     _move_at(False, False))
+     _move_at(False, False), packing="move_at")
 _def("CELL_MOVE_AT", Operand.IMM, 0, 0, Flow.NEXT,
      _MULADD_AT.format(factor="(((uint32_t)ARG >> 8) & 0xFF)", clear="*c_ = 0;", **_ONE),
      "a move loop at offsets: CELL_MULADD_AT, then the counter cleared",
-     _move_at(True, False))
+     _move_at(True, False), packing="move_at")
 _def("CELL_MOVE2_AT", Operand.IMM, 0, 0, Flow.NEXT,
      _MULADD_AT.format(factor="((uint32_t)ARG & 0xFF)", clear="*c_ = 0;", **_TWO),
      "a move loop to two cells at offsets: cell[head + byte 2] and cell[head + byte 1] += "
      "cell[head + byte 3] * byte 0 (both checked first), then that counter cleared",
-     _move_at(True, True))
+     _move_at(True, True), packing="move2_at")
 
 
 
@@ -467,7 +486,7 @@ _def("CELL_COPY_AT", Operand.IMM, 0, 0, Flow.NEXT,
      "*a_ = (uint8_t)(v_ + w_); *u_ = 0;",
      "BF's copy through a spare cell: cell[head + byte 2] += cell[head + byte 3], which "
      "then gets what cell[head + byte 1] held added, and that cell is cleared",
-     _copy_at)
+     _copy_at, packing="copy_at")
 
 
 
@@ -505,16 +524,27 @@ _def("CELL_MOVE_PAIR_AT", Operand.IMM, 0, 0, Flow.NEXT,
      + _MOVE_ONE.format(n=2, c="(int8_t)(ARG >> 8)", t="(int8_t)ARG"),
      "two move loops at offsets, each byte an offset (top first): cell[byte 2] += "
      "cell[byte 3], that cleared; then cell[byte 0] += cell[byte 1], that cleared",
-     _move_pair)
+     _move_pair, packing="move_pair")
 
-PACKED_CELL = frozenset({"CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD"})
-PACKED_MOVE_AT = frozenset({"CELL_MULADD_AT", "CELL_MOVE_AT", "CELL_MOVE2_AT"})
+PACKED_CELL = frozenset(ins.name for ins in INSTRUCTIONS if ins.packing == "cell")
+PACKED_MOVE_AT = frozenset(ins.name for ins in INSTRUCTIONS
+                           if ins.packing in ("move_at", "move2_at"))
 PACKED_MOVE_JUMP = frozenset({Operand.FORWARD_MOVE, Operand.BACKWARD_MOVE})
 PACKED_AT_JUMP = frozenset({Operand.FORWARD_AT, Operand.BACKWARD_AT})
 
 BY_NAME: dict[str, Instr] = {ins.name: ins for ins in INSTRUCTIONS}
 OPCODE: dict[str, int] = {ins.name: i for i, ins in enumerate(INSTRUCTIONS)}
 NUM_OPCODES = len(INSTRUCTIONS)
+
+
+# Derived sets: kept by no one by hand.
+# Instructions with a stencil; the JIT ends a trace at every other one.
+TRACEABLE = frozenset(ins.name for ins in INSTRUCTIONS if ins.has_stencil)
+# Stack arithmetic by its shape: two operands to one result, one to one.
+BINOPS = tuple(ins.name for ins in INSTRUCTIONS if ins.operand is Operand.NONE
+               and ins.flow is Flow.NEXT and (ins.pops, ins.pushes) == (2, 1))
+UNOPS = tuple(ins.name for ins in INSTRUCTIONS if ins.operand is Operand.NONE
+              and ins.flow is Flow.NEXT and (ins.pops, ins.pushes) == (1, 1))
 
 
 def opcode(name: str) -> int:

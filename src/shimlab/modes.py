@@ -29,7 +29,7 @@ class Mode(Frozen):
     headers: tuple[str, ...] = ()           # hand-written headers it needs besides vm.h
     family_flags: dict = factory(dict)   # compiler family -> extra flags
     binary: str = ""                        # modes with one binary share this name ("" = name)
-    asm_handlers: bool = False              # PeachPy handlers linked in (interp/asm.py)
+    asm_handlers: bool = False              # PeachPy handlers linked in (interp/asm_handlers.py)
     # can keep the operand stack's top K values in registers (--cache K, K > 0):
     # the tail-call interpreter generated per K, and the JIT modes on it
     cache: bool = False

@@ -1,8 +1,8 @@
-"""Where things are: the checkout's folders, the build cache, and where
+"""Where things are: the checkout's folders, the build directory, and where
 results and notebook outputs go.
 
 Every module that needs a path asks here, so moving a folder is one edit.
-SHIMLAB_BUILD_DIR moves the build cache (interpreters, stencils, probes);
+SHIMLAB_BUILD_DIR moves the build directory (interpreters, stencils, probes);
 SHIMLAB_NOTEBOOK_OUT moves the notebooks' outputs.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ EXPERIMENTS = ROOT / "experiments"
 RESULTS = Path("results")
 
 
-def cache_root() -> Path:
+def build_root() -> Path:
     return Path(os.environ.get("SHIMLAB_BUILD_DIR", ROOT / "build"))
 
 

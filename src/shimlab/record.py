@@ -6,6 +6,12 @@ its fields with annotations and defaults as a dataclass does (`factory(list)`
 for a fresh default per record) and gets the same positional and keyword
 constructor, value equality and repr; Frozen records are also immutable and
 hashable, as `@dataclass(frozen=True)` makes them.
+
+The rule (tests/test_fast_start.py holds it): Record in the modules a tiny
+interpreter run imports, dataclasses everywhere else.  Converging on
+dataclasses would cost such a run about 10 ms, 6-7% of it (measured side by
+side, AMD EPYC Zen 4); converging on Record would give up field(init=False),
+__post_init__, asdict, replace and slots, which 15 of them use.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The stencil model: a stencil's bytes, its holes, and what each hole kind means.
 
 Every producer (the PeachPy stencils in jitstubs/, the compiler-built ones in
-jit/cstencils.py) makes these records and every consumer (the JIT's patcher,
+jit/clang_stencils.py) makes these records and every consumer (the JIT's patcher,
 the asm interpreter, the stencil tools) reads them; none imports a producer.
 """
 from __future__ import annotations

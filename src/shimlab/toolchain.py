@@ -30,7 +30,7 @@ from pathlib import Path
 from . import modes
 from .atomicfile import write_atomic
 from .errors import ToolchainError
-from .paths import cache_root
+from .paths import build_root
 from .record import Frozen
 
 # Most specific first within each family: when several names resolve to the
@@ -180,7 +180,7 @@ def apt_package(name: str) -> str:
 # --------------------------------------------------------------------- probing
 
 def cache_path() -> Path:
-    return cache_root() / "toolchain.json"
+    return build_root() / "toolchain.json"
 
 
 def _file_key(real: str) -> str:

@@ -14,7 +14,7 @@ from .bytecode import Program
 from .interp import loader
 from .interp.build import Build
 from .progio import OutputLimit, Streams, read_error, write_error
-from .reference import Result
+from .result import Result
 
 
 class Loaded(loader.Loaded):

@@ -123,9 +123,9 @@ def _derive_path(path: str) -> tuple[str, ...]:
     import json
     import os
     from ..atomicfile import write_atomic
-    from ..paths import cache_root
+    from ..paths import build_root
     real = os.path.realpath(path)
-    cache = cache_root() / "contract.json"
+    cache = build_root() / "contract.json"
     try:
         st = os.stat(real)
         key = f"{st.st_mtime_ns}:{st.st_size}:{_PROBE_KEY}"

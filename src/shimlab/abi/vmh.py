@@ -11,7 +11,7 @@ import os
 import re
 from functools import lru_cache
 
-from ..paths import CSRC, cache_root
+from ..paths import CSRC, build_root
 
 # The driver's and the JIT support's functions (csrc/driver.c, shim.c, jitmem.c).
 FUNCTIONS = """
@@ -44,14 +44,14 @@ _DEFINE = re.compile(r"^#define\s+(SL_\w+)\s+(\d+)\s*(?:/\*.*)?$", re.M)
 @lru_cache(maxsize=None)
 def ffi():
     """The declarations as a cffi FFI.  Parsing them (pycparser) is most of a
-    short run's start-up, so the parsed form is kept in the build cache as
+    short run's start-up, so the parsed form is kept in the build directory as
     cffi's out-of-line module and loaded from there while the text is unchanged."""
     text = (CSRC / "vm.h").read_text()
     m = re.search(r"/\* cdef-begin.*?\*/(.*)/\* cdef-end \*/", text, re.S)
     decls = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S) + FUNCTIONS
     import _cffi_backend        # cffi's C half: the parsed form is tied to its version
     key = hashlib.sha256(f"{_cffi_backend.__version__}\0{decls}".encode()).hexdigest()[:16]
-    path = cache_root() / "cffi" / f"vmh_{key}.py"
+    path = build_root() / "cffi" / f"vmh_{key}.py"
     try:
         source = path.read_text()
     except OSError:

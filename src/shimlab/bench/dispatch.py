@@ -191,6 +191,13 @@ def _print_geomeans(results, configs, out, base: str = "goto") -> None:
 def main(args) -> int:
     if args.suite != "dispatch":
         raise ShimlabError(f"unknown suite {args.suite}")
+    # every refusal of the options first: dispatch_configs probes the compilers
+    if args.code_layout == "random" and args.code_layouts < 1:
+        raise ShimlabError(f"--code-layouts {args.code_layouts}: needs at least 1")
+    if args.timeout <= 0:
+        raise ShimlabError(f"--timeout {args.timeout:g}: needs a positive number of seconds")
+    harness.check_workloads(args.workload)
+    harness.check_file_options(args)
     configs = dispatch_configs(args)
     preset = PRESETS["quick" if args.quick else "full"]
     target = args.target_ci / 100 if args.target_ci is not None else preset[3]
@@ -204,10 +211,6 @@ def main(args) -> int:
                            code_layouts=(args.code_layouts if args.code_layout == "random"
                                          else 0),
                            tape_len=getattr(args, "tape_size", None) or harness.Options.tape_len)
-    if opts.code_layouts < 0 or (args.code_layout == "random" and opts.code_layouts < 1):
-        raise ShimlabError(f"--code-layouts {args.code_layouts}: needs at least 1")
-    if opts.timeout <= 0:
-        raise ShimlabError(f"--timeout {opts.timeout:g}: needs a positive number of seconds")
     results = harness.open_results(args, "dispatch", configs)
     path = results.path
     cpu = opts.cpu if opts.cpu is not None else harness.default_cpu()

@@ -12,10 +12,11 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from .. import isolate, reference, vm
+from .. import isolate, oracle, vm
 from ..errors import RunError
 from ..frontend import load_program
 from ..interp import build as build_mod
+from ..result import describe_error
 from . import synthetic
 
 ORACLE_STEPS = 1_000_000
@@ -77,7 +78,7 @@ def expected(workload: str, bf_opt: int, input: str | None, tape_len: int,
         if synthetic.is_synthetic(workload) and \
                 synthetic.instructions_per_run(workload) > ORACLE_STEPS:
             raise TimeoutError      # known to be past the budget: no second spent finding out
-        result = reference.run(program, data, tape_len=tape_len, max_steps=ORACLE_STEPS)
+        result = oracle.run(program, data, tape_len=tape_len, max_steps=ORACLE_STEPS)
         by = "the oracle"
     except TimeoutError:
         b = build_mod.build("switch", None, count=True)
@@ -85,5 +86,5 @@ def expected(workload: str, bf_opt: int, input: str | None, tape_len: int,
         result = isolate.call(f"{by} running {Path(workload).name}", vm.run, b, program,
                               data, timeout=timeout, tape_len=tape_len)
     if result.status:
-        raise RunError(reference.describe_error(program, result))
+        raise RunError(describe_error(program, result))
     return {**summary(result), "by": by}, result.instructions

@@ -121,10 +121,7 @@ def _ratio_row(name: str, unit: str, a, b, scale: float, n_boot: int, alpha: flo
 def _geometric_mean(ratios: list[stats.Estimate], alpha: float,
                     threshold: float) -> RatioRow:
     # the same replicates as the rows, so the mean's interval is theirs combined
-    with np.errstate(divide="ignore", invalid="ignore"):
-        value = math.exp(math.fsum(math.log(r.value) for r in ratios) / len(ratios))
-        reps = np.exp(np.mean([np.log(r.reps) for r in ratios], axis=0))
-    g, stretched = _contain(stats.estimate(value, reps, alpha))
+    g, stretched = _contain(stats.geometric_mean(ratios, alpha))
     return RatioRow("geometric mean", "", math.nan, math.nan, g.value, g.lo, g.hi,
                     stats.verdict(g.value, g.lo, g.hi, threshold), stretched)
 

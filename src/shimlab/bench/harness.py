@@ -16,9 +16,10 @@ import sys
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from .. import childpy, isolate, reference
+from .. import childpy, isolate
 from ..errors import RunError, ShimlabError
 from ..interp import build as build_mod
+from ..result import TAPE_LEN
 from . import counters, expected, floors, stats, synthetic
 from .progress import Progress
 from . import results as results_mod
@@ -130,7 +131,7 @@ class Options:
     code_layouts: int = 0
     timeout: float = 600.0
     quiet: bool = False
-    tape_len: int = reference.TAPE_LEN    # BF tape cells in every run (--tape-size)
+    tape_len: int = TAPE_LEN    # BF tape cells in every run (--tape-size)
 
     def __post_init__(self):
         # the CLI's argparse types refuse these first; this holds for callers in Python
@@ -221,6 +222,19 @@ def measure_and_tell(configs: list[Config], results: ResultFile, opts: Options,
         print(f"shimlab: interrupted; finished runs are in {results.path}{hint}",
               file=sys.stderr)
     return outcome
+
+
+def check_workloads(paths) -> None:
+    """--workload files that are not there, refused before anything is probed or built."""
+    for w in paths or ():
+        if not Path(w).exists():
+            raise ShimlabError(f"{w}: no such workload")
+
+
+def check_file_options(args) -> None:
+    """A suite's -o, --resume and --force, refused before anything is probed or built."""
+    results_mod.check_file_options(getattr(args, "output", None), getattr(args, "resume", None),
+                                   bool(getattr(args, "force", False)))
 
 
 def open_results(args, suite: str, configs: list[Config]) -> ResultFile:

@@ -25,10 +25,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from .. import childpy, reference, vm
+from .. import childpy, vm
 from ..errors import RunError, ToolchainError
 from ..frontend import load_program
 from ..interp import build
+from ..result import describe_error
 from .worker import answer
 
 HANDLER_PREFIX = "sl_op_"
@@ -186,7 +187,7 @@ def _settle(loaded, quiet_runs: int, max_runs: int) -> int:
         before = loaded.jit.stats.recordings
         result = loaded.run()
         if result.status:
-            raise SystemExit(reference.describe_error(loaded.program, result))
+            raise SystemExit(describe_error(loaded.program, result))
         runs += 1
         quiet = quiet + 1 if loaded.jit.stats.recordings == before else 0
     return runs

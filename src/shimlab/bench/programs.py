@@ -171,7 +171,33 @@ def _stencil_table(records: list[dict]) -> None:
                        "verdict"], align="lrlrrrll"))
 
 
+# Options of one design only: given with the other one they would be ignored.
+_CORPUS_ONLY = (("--mode", "mode"), ("--no-whole", "no_whole"), ("--before", "before"))
+_NOT_CORPUS = (("--quick", "quick"), ("--cache", "cache"), ("--stencil", "stencil"))
+
+
+def check_options(args) -> None:
+    """Every refusal of bench programs' options, before a compiler is probed
+    or anything built: options of the other design, missing workloads,
+    --before without a checkout, the results file's options."""
+    corpus = getattr(args, "corpus", False)
+    for flag, name in _NOT_CORPUS if corpus else _CORPUS_ONLY:
+        if getattr(args, name, None):
+            raise ShimlabError(f"{flag} does not apply to --corpus" if corpus
+                               else f"{flag} applies to --corpus only")
+    if corpus:
+        from . import corpus_report
+        corpus_report.entries_for(args.workload)
+        before = getattr(args, "before", None)
+        if before and not (Path(before) / ".venv" / "bin" / "python").exists():
+            raise ShimlabError(f"--before {before}: no .venv/bin/python there (make setup in it)")
+    else:
+        harness.check_workloads(args.workload)
+    harness.check_file_options(args)
+
+
 def main(args) -> int:
+    check_options(args)
     cc = toolchain.get_compiler(args.cc, need=set(mode_registry.get("jit-direct").features)).name
     if getattr(args, "corpus", False):
         return corpus_main(args, cc)
@@ -187,7 +213,7 @@ def main(args) -> int:
     with_stencils, notes = [], []
     if getattr(args, "stencil", None):
         from ..abi import contract
-        from ..jit import stencils as stencil_store
+        from ..jit import stencil_store
         overrides = stencil_store.parse_overrides(args.stencil, contract.state_of(cc))
         with_stencils, notes = stencil_configs(configs, overrides)
         configs += with_stencils     # (a wrong prototype fails its worker's check, untimed)
@@ -242,9 +268,7 @@ def corpus_main(args, cc: str) -> int:
     modes_ = list(dict.fromkeys(["tailcall"] + (getattr(args, "mode", None) or ["jit-direct"])))
     jit_opts = sorted(set(getattr(args, "jit_opt", None) or [defaults.DEFAULT_LEVEL]))
     bf_opts = sorted(set(getattr(args, "bf_opt", None) or bf.LEVELS))
-    before = getattr(args, "before", None)
-    if before and not (Path(before) / ".venv" / "bin" / "python").exists():
-        raise ShimlabError(f"--before {before}: no .venv/bin/python there (make setup in it)")
+    before = getattr(args, "before", None)      # (check_options checked it)
     configs = corpus_report.configs(entries, cc, modes_, jit_opts, bf_opts,
                                     whole=not getattr(args, "no_whole", False),
                                     before=str(Path(before).resolve()) if before else None)

@@ -653,35 +653,15 @@ def open_for(suite: str, keys: Iterable[str], output: str | None = None,
     create, with -2, -3, ... when another run took that name.  A new file
     exists, empty, until the first save; release() removes it if unused."""
     keys = sorted(set(keys))
+    resumed = check_file_options(output, resume, force)
     if resume:
-        path = Path(resume)
-        if output and Path(output) != path:
-            raise ShimlabError(f"-o {output} and --resume {resume}: --resume continues the "
-                               f"file it names; give one of them")
-        rf = ResultFile.load(path)
-        if rf is None:
-            raise ShimlabError(f"{path}: nothing to resume (no such file)")
-        if not len(rf):
-            raise ShimlabError(f"{path}: nothing to resume (an empty results file)")
+        rf = resumed
         rf.check_plan(suite, keys)
-        check_writable(path)
     elif output:
         path = Path(output)
-        if os.path.lexists(path):
-            if not force:
-                raise ShimlabError(f"{path}: already exists; --resume {path} continues it, "
-                                   f"--force replaces it")
-            try:
-                regular = stat.S_ISREG(os.stat(path).st_mode)
-            except OSError:
-                regular = False       # a dangling symlink, say
-            if not regular:
-                raise ShimlabError(f"{path}: not a regular file; a results file must be one")
-            check_writable(path)
-            rf = ResultFile(path)
-        else:
-            check_writable(path)
-            rf = ResultFile(path)
+        existed = os.path.lexists(path)
+        rf = ResultFile(path)
+        if not existed:
             try:
                 rf.claim()
             except FileExistsError:
@@ -701,6 +681,39 @@ def open_for(suite: str, keys: Iterable[str], output: str | None = None,
             raise ShimlabError(f"{base}-*.json: no free name among 999")
     rf.set_plan(suite, keys)
     return rf
+
+
+def check_file_options(output: str | None = None, resume: str | None = None,
+                       force: bool = False) -> ResultFile | None:
+    """-o, --resume and --force refused in one line each, as a suite's first
+    step (before any compiler is probed or anything built), and again by
+    open_for; returns the file --resume names, loaded."""
+    if resume:
+        path = Path(resume)
+        if output and Path(output) != path:
+            raise ShimlabError(f"-o {output} and --resume {resume}: --resume continues the "
+                               f"file it names; give one of them")
+        rf = ResultFile.load(path)
+        if rf is None:
+            raise ShimlabError(f"{path}: nothing to resume (no such file)")
+        if not len(rf):
+            raise ShimlabError(f"{path}: nothing to resume (an empty results file)")
+        check_writable(path)
+        return rf
+    if output:
+        path = Path(output)
+        if os.path.lexists(path):
+            if not force:
+                raise ShimlabError(f"{path}: already exists; --resume {path} continues it, "
+                                   f"--force replaces it")
+            try:
+                regular = stat.S_ISREG(os.stat(path).st_mode)
+            except OSError:
+                regular = False       # a dangling symlink, say
+            if not regular:
+                raise ShimlabError(f"{path}: not a regular file; a results file must be one")
+        check_writable(path)
+    return None
 
 
 def check_writable(path: Path) -> None:

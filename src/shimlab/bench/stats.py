@@ -11,9 +11,11 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from .. import fits
+
 __all__ = [
     "median", "process_median", "bootstrap_ci", "ratio_ci", "verdict",
-    "geometric_mean_ratio", "Summary", "summarize", "replicates", "Estimate", "estimate",
+    "geometric_mean_ratio", "geometric_mean", "Summary", "summarize", "replicates", "Estimate", "estimate",
     "median_estimate", "difference", "ratio_of", "sum_of", "unequal_pairs", "slope",
     "slope_estimate", "steps", "fit_band",
 ]
@@ -240,18 +242,26 @@ def geometric_mean_ratio(ratios_with_samples: Iterable, stat: Stat = np.median,
     if not pairs:
         raise ValueError("no programs")
     rng = np.random.default_rng(seed)
-    logs = []
+    ratios = []
     log_reps = np.zeros(n_boot, dtype=np.float64)
     for a, b in pairs:
         ratio, reps = _ratio_reps(a, b, stat, n_boot, rng)
         if ratio <= 0:
             raise ValueError("ratios must be positive for a geometric mean")
-        logs.append(math.log(ratio))
+        ratios.append(ratio)
         with np.errstate(divide="ignore", invalid="ignore"):
             log_reps += np.log(reps)
-    gm = math.exp(math.fsum(logs) / len(logs))
     lo, hi = _interval(np.exp(log_reps / len(pairs)), alpha)
-    return gm, lo, hi
+    return fits.geometric_mean(ratios), lo, hi
+
+
+def geometric_mean(ratios: Sequence[Estimate], alpha: float = 0.05) -> Estimate:
+    """The geometric mean of estimates (ratios over programs, say), replicate
+    k the geometric mean of their k-th replicates, so each one's uncertainty
+    carries into the mean's interval."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        reps = np.exp(np.mean([np.log(r.reps) for r in ratios], axis=0))
+    return estimate(fits.geometric_mean([r.value for r in ratios]), reps, alpha)
 
 
 @dataclass(frozen=True)
@@ -411,8 +421,12 @@ def _slopes(xs, ys: np.ndarray) -> np.ndarray:
 
 
 def slope(xs, ys) -> float:
-    """Least-squares slope of ys against xs."""
-    return float(_slopes(xs, np.asarray(ys, dtype=np.float64)[:, None])[0])
+    """Least-squares slope of ys against xs (fits.line; _slopes repeats it
+    over every replicate at once)."""
+    fit = fits.line([float(x) for x in xs], [float(y) for y in ys])
+    if fit is None:
+        raise ValueError("a slope needs one y per x and at least two distinct x")
+    return fit[1]
 
 
 def _rep_matrix(points: Sequence[Estimate]) -> np.ndarray:

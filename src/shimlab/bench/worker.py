@@ -12,11 +12,12 @@ import sys
 import time
 from pathlib import Path
 
-from .. import modes, reference, vm
+from .. import modes, vm
 from ..abi.vmh import ffi
 from ..frontend import load_program
 from ..interp import build, loader
 from ..jit.memory import CodeMemory
+from ..result import TAPE_LEN, describe_error
 from . import counters, expected, floors, synthetic, whole
 from .counters import count_run_instructions
 
@@ -56,7 +57,7 @@ def run_job(job: dict) -> dict:
         with open(job["input"], "rb") as f:
             data = f.read()
     seed = _seed(job)
-    tape_len = int(job.get("tape_len") or reference.TAPE_LEN)     # --tape-size
+    tape_len = int(job.get("tape_len") or TAPE_LEN)     # --tape-size
     with vm.Loaded(b, program, data, layout_seed=seed, jit=jit, tape_len=tape_len) as loaded:
         tsc_hz = calibrate_tsc(loaded.lib)
         warmup_ns = []
@@ -115,7 +116,7 @@ def _check_first_run(loaded, program, want: dict | None, name: str) -> None:
         if why:
             raise SystemExit(f"{Path(name).name}: computes a wrong answer, not timed: {why}")
     if result.status:
-        raise SystemExit(f"{name}: {reference.describe_error(program, result)}")
+        raise SystemExit(f"{name}: {describe_error(program, result)}")
 
 
 def _run_pair(job: dict, b) -> dict:

@@ -2,7 +2,7 @@
 downloaded as .deb files by Debian's own package tools and unpacked with
 `dpkg -x`, never installed.
 
-apt runs with a configuration of shimlab's own under the build cache
+apt runs with a configuration of shimlab's own under the build directory
 (build/census/apt/SUITE: a sources list, package lists and an empty state),
 so the machine's apt configuration and installed packages are untouched.
 The archive's address and keyring are the ones this machine's apt already
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ShimlabError
-from ..paths import cache_root
+from ..paths import build_root
 
 KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
 APT_SOURCES = (Path("/etc/apt/sources.list.d"), Path("/etc/apt/sources.list"))
@@ -82,7 +82,7 @@ class Apt:
             raise FetchError(f"census --fetch: {KEYRING} missing (apt-get install "
                              f"debian-archive-keyring)")
         self.suite = suite
-        self.dir = cache_root() / "census" / "apt" / suite
+        self.dir = build_root() / "census" / "apt" / suite
         lists = self.dir / "lists"
         (lists / "partial").mkdir(parents=True, exist_ok=True)
         (self.dir / "archives" / "partial").mkdir(parents=True, exist_ok=True)
@@ -146,12 +146,12 @@ def _binary(root: Path, w: Wanted) -> Path | None:
 
 def fetched(name: str) -> Path | None:
     """Interpreter `name` as an earlier fetch left it unpacked, if it did."""
-    return _binary(cache_root() / "census" / "root" / name, WANTED[name])
+    return _binary(build_root() / "census" / "root" / name, WANTED[name])
 
 
 def packages(name: str) -> list[str]:
     """The .deb files (name_version_arch) the last fetch of `name` unpacked."""
-    return sorted(p.name for p in (cache_root() / "census" / "debs" / name).glob("*.deb"))
+    return sorted(p.name for p in (build_root() / "census" / "debs" / name).glob("*.deb"))
 
 
 def fetch(name: str) -> Path:
@@ -166,11 +166,11 @@ def fetch(name: str) -> Path:
         current = apt.depends(current if not packages else packages[0], pattern)
         packages.append(current)
     packages = packages or [w.package]
-    root = cache_root() / "census" / "root" / name
+    root = build_root() / "census" / "root" / name
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
-    debs = apt.download(packages, cache_root() / "census" / "debs" / name)
+    debs = apt.download(packages, build_root() / "census" / "debs" / name)
     for deb in debs:
         p = subprocess.run(["dpkg", "-x", str(deb), str(root)], capture_output=True, text=True)
         if p.returncode != 0:

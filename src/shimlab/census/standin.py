@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .. import toolchain
 from ..errors import BuildError
-from ..paths import CSRC, cache_root
+from ..paths import CSRC, build_root
 
 SOURCE = CSRC / "standin" / "cpython_ceval.c"
 # style -> (the define, the compiler features it needs), as CPython's configure names them
@@ -35,7 +35,7 @@ def build(style: str, cc: str, stripped: bool = False) -> Path:
     exported as CPython's is); with `stripped`, a copy without .symtab."""
     define, _ = STYLES[style]
     compiler = toolchain.get_compiler(cc)
-    out = cache_root() / "census" / "standin" / f"{style}-{cc}"
+    out = build_root() / "census" / "standin" / f"{style}-{cc}"
     if not out.exists() or out.stat().st_mtime < SOURCE.stat().st_mtime:
         out.parent.mkdir(parents=True, exist_ok=True)
         p = subprocess.run([compiler.path, "-O3", "-rdynamic", f"-D{define}", str(SOURCE),

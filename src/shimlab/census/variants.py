@@ -26,7 +26,7 @@ from .. import toolchain
 from ..bench import stats
 from ..bench.table import table
 from ..errors import BuildError, ShimlabError
-from ..paths import EXAMPLES, cache_root
+from ..paths import EXAMPLES, build_root
 from . import census, standin
 
 PROGRAMS = EXAMPLES / "cpython-timing"
@@ -67,7 +67,7 @@ def build_cpython(checkout: Path, v: Variant, optimize: bool, jobs: int = 2) -> 
         raise ShimlabError(f"--cpython {checkout}: no configure script there (a CPython "
                            f"checkout has one at its top)")
     cc = toolchain.get_compiler(v.cc)
-    out = cache_root() / "cpython" / v.name
+    out = build_root() / "cpython" / v.name
     python = out / "python"
     if not python.exists():
         out.mkdir(parents=True, exist_ok=True)
@@ -118,7 +118,7 @@ def run(checkout: Path | None, names: list[str], quick: bool, optimize: bool,
         unknown = sorted(set(names) - {v.name for v in VARIANTS})
         raise ShimlabError(f"unknown variant(s) {', '.join(unknown)} (known: "
                            f"{', '.join(v.name for v in VARIANTS)})")
-    work = cache_root() / "cpython" / ("standin" if checkout is None else "timings")
+    work = build_root() / "cpython" / ("standin" if checkout is None else "timings")
     work.mkdir(parents=True, exist_ok=True)
     rows, notes = {}, []
     for v in chosen:

@@ -1,7 +1,8 @@
 """`shimlab bench dispatch|transitions|programs`: the suites' arguments."""
 from __future__ import annotations
 
-from .. import modes, reference
+from .. import modes
+from ..result import TAPE_LEN
 from ..bench import dispatch, programs, roundtrip, transitions
 from ..frontend import bf
 from ..interp.generate import CACHE_MAX
@@ -13,8 +14,8 @@ MAX_TAPE = 1 << 30
 
 def _tape_size(p) -> None:
     p.add_argument("--tape-size", type=int_in(1, MAX_TAPE, "a number of cells"),
-                   default=reference.TAPE_LEN, metavar="N",
-                   help=f"BF programs: cells on the tape (default {reference.TAPE_LEN})")
+                   default=TAPE_LEN, metavar="N",
+                   help=f"BF programs: cells on the tape (default {TAPE_LEN})")
 
 
 def _cache(p, what: str) -> None:
@@ -152,6 +153,8 @@ def add_parser(sub, help_text: str) -> None:
 
 def run_transitions(args) -> int:
     """`bench transitions`: the paired design, or the sweep it replaced."""
+    from ..bench import harness
+    harness.check_file_options(args)     # before either design probes a compiler
     if getattr(args, "design", "paired") == "sweep":
         return transitions.main(args)
     return roundtrip.main(args)

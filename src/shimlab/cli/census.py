@@ -20,7 +20,7 @@ def add_parser(sub, help_text: str) -> None:
                         "shimlab's own)")
     p.add_argument("--fetch", action="append", default=[], metavar="NAME",
                    help="download interpreter NAME from Debian's archive (unpacked under "
-                        "the build cache, never installed) and take its census; repeatable "
+                        "the build directory, never installed) and take its census; repeatable "
                         "(python3.14, python3.13, lua5.4, ruby, perl, php)")
     p.add_argument("--json", action="store_true",
                    help="print the reports as JSON instead of the table")

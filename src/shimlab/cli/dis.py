@@ -44,11 +44,11 @@ def cmd_dis(args) -> int:
 
 
 def _native(args) -> int:
+    if args.handler and args.file:
+        raise ShimlabError("dis: --handler prints machine code; it takes no program file")
     from ..interp import build, dispatch_check
     b = build.build(args.mode, args.cc)
     if args.handler:
-        if args.file:
-            raise ShimlabError("dis: --handler prints machine code; it takes no program file")
         stdout.write(dispatch_check.handler_listing(b, args.handler))
         return 0
     counts = None

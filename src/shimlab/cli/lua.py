@@ -51,6 +51,13 @@ def _open(suite: str, configs, output):
     return results
 
 
+def _check_output(output) -> None:
+    """-o refused (an existing file, a place that cannot be written) before
+    any Lua is built: open_for would refuse it only after the builds."""
+    from ..bench.results import check_file_options
+    check_file_options(output)
+
+
 def _cpu(args) -> int:
     from ..bench import harness
     return args.cpu if args.cpu is not None else harness.default_cpu()
@@ -58,6 +65,7 @@ def _cpu(args) -> int:
 
 def _bench(args) -> int:
     from ..lua import bench, build
+    _check_output(args.output)
     size = bench.SIZES[args.size]
     procs, warmup, samples = size["runs"]
     procs, samples = args.processes or procs, args.samples or samples
@@ -89,6 +97,7 @@ def _report(args) -> int:
 
 def _exits(args) -> int:
     from ..lua import build, exits
+    _check_output(args.output)
     size = exits.SIZES[args.size]
     procs, _warmup, samples = size["runs"]
     luajit = build.build(build.LUAJIT, "asm", args.cc or build.LUAJIT_COMPILERS[0])
@@ -116,7 +125,7 @@ def _common(p) -> None:
 def add_parser(sub, help_text: str) -> None:
     p = sub.add_parser("lua", help=help_text)
     lsub = p.add_subparsers(dest="lua_command", required=True)
-    f = lsub.add_parser("fetch", help="download lupa 2.8's sdist into the build cache, check "
+    f = lsub.add_parser("fetch", help="download lupa 2.8's sdist into the build directory, check "
                         "its hash and unpack the Lua sources")
     f.set_defaults(fn=_fetch)
     b = lsub.add_parser("build", help="build every Lua interpreter and print its baseline check")

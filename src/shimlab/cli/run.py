@@ -6,7 +6,7 @@ import os
 import stat
 import sys
 
-from .. import isa, isolate, modes, reference, vm
+from .. import isa, isolate, modes, oracle, vm
 from ..errors import ShimlabError
 from ..frontend import load_program
 from ..interp import build
@@ -15,6 +15,7 @@ from ..frontend import bf
 # the JIT's defaults alone: the JIT itself loads only in a JIT mode
 from ..jit.defaults import DEFAULT_LEVEL, DEFAULT_THRESHOLD, LEVELS
 from ..progio import Streams
+from ..result import TAPE_LEN, describe_error
 from . import numbers, stdout
 
 RUN_MODES = modes.NAMES + (modes.REFERENCE,)
@@ -74,8 +75,8 @@ def add_parser(sub, help_text: str) -> None:
                    help="stop the run with an error when the program has output BYTES bytes "
                         "and outputs more (default: no limit; output is written as it is "
                         "produced, so memory stays bounded either way)")
-    p.add_argument("--tape-size", default=reference.TAPE_LEN, metavar="N",
-                   help=f"BF programs: cells on the tape (default {reference.TAPE_LEN}, at "
+    p.add_argument("--tape-size", default=TAPE_LEN, metavar="N",
+                   help=f"BF programs: cells on the tape (default {TAPE_LEN}, at "
                         f"most {MAX_TAPE}); moving the head past either end is an error")
     p.set_defaults(fn=cmd_run)
 
@@ -195,8 +196,8 @@ def stencil_overrides(specs, cc: str | None = None) -> dict:
     if not specs:
         return {}
     from ..abi import contract
-    from ..jit import stencils      # here: a run without --stencil never loads them
-    return stencils.parse_overrides(specs, contract.state_of(cc) if cc else None)
+    from ..jit import stencil_store      # here: a run without --stencil never loads them
+    return stencil_store.parse_overrides(specs, contract.state_of(cc) if cc else None)
 
 
 def _note_unused(overrides: dict, program) -> None:
@@ -214,13 +215,13 @@ def check_against_oracle(program, data: bytes, result, what: str, timeout=None,
                          isolated: bool = True, **limits) -> None:
     """--check: the Python oracle runs the same program on the same input; a
     difference is one line naming the first one (after the program's output)."""
-    from .. import oracle
+    from ..first_difference import first_difference
     if isolated:
-        want = isolate.call(f"the oracle running {program.name}", reference.run, program, data,
+        want = isolate.call(f"the oracle running {program.name}", oracle.run, program, data,
                             timeout=timeout, **limits)
     else:
-        want = reference.run(program, data, **limits)
-    diff = oracle.first_difference(program, result, want, what)
+        want = oracle.run(program, data, **limits)
+    diff = first_difference(program, result, want, what)
     if diff:
         raise ShimlabError(f"--check: {diff}")
 
@@ -280,7 +281,17 @@ def cmd_run(args) -> int:
     if args.cache and args.mode == modes.REFERENCE:
         raise ShimlabError(f"--cache {args.cache}: the reference mode keeps no values in "
                            f"registers (modes that can: {', '.join(modes.CACHING)})")
+    if not modes.is_jit(args.mode) and (args.stats or args.perf_map or args.stencil):
+        raise ShimlabError(f"--stats, --perf-map and --stencil need a JIT mode "
+                           f"({', '.join(modes.JIT)})")
     build.check_cache(args.mode if args.mode != modes.REFERENCE else "tailcall", args.cache)
+    # --stencil is checked against the stencils of the compiler the build
+    # will use, before the program is compiled and the interpreter built
+    overrides = {}
+    if args.stencil:
+        from .. import toolchain
+        cc = toolchain.get_compiler(args.cc, need=set(modes.get(args.mode).features))
+        overrides = stencil_overrides(args.stencil, cc.name)
     program = load_program(args.file, bf_opt=args.bf_opt)
     # input is read and output written as the program runs (in the child,
     # which inherits the fds): memory stays bounded, and a timeout or Ctrl-C
@@ -308,7 +319,7 @@ def cmd_run(args) -> int:
         what = f"the reference interpreter running {args.file}"
 
         def child():
-            return _lean(reference.run(program, data, **limits))
+            return _lean(oracle.run(program, data, **limits))
     else:
         # --stats counts instructions too: the share of them that ran in traces
         b = build.build(args.mode, args.cc, count=args.count or args.stats, cache=args.cache)
@@ -316,11 +327,8 @@ def cmd_run(args) -> int:
         if modes.is_jit(args.mode):
             jit = {"threshold": args.jit_threshold, "stats": args.stats, "opt": args.jit_opt,
                    "perf_map": args.perf_map,
-                   "stencils": stencil_overrides(args.stencil, b.compiler.name)}
-            _note_unused(jit["stencils"], program)
-        elif args.stats or args.perf_map or args.stencil:
-            raise ShimlabError(f"--stats, --perf-map and --stencil need a JIT mode "
-                               f"({', '.join(modes.JIT)})")
+                   "stencils": overrides}
+            _note_unused(overrides, program)
         what = f"the {args.mode} interpreter ({b.compiler.name}) running {args.file}"
 
         def child():
@@ -349,6 +357,6 @@ def cmd_run(args) -> int:
                              tape_len=args.tape_size,
                              streams=Streams(max_output=args.max_output))
     if result.status:
-        print(f"shimlab: {reference.describe_error(program, result)}", file=sys.stderr)
+        print(f"shimlab: {describe_error(program, result)}", file=sys.stderr)
         return 1
     return 0

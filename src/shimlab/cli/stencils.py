@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import sys
 
-from .. import isa, isolate, stenciltest
-from ..bench import stencils as stencil_timing
+from .. import isa, isolate, stencil_check
+from ..bench import stencil_timing
 from ..bench.table import table
-from ..jit import stencils
+from ..jit import stencil_store
 from .numbers import nonnegative_int, positive_int
 
 
@@ -41,7 +41,7 @@ def add_parser(sub, help_text: str) -> None:
 
 
 def _load(source: str = "peachpy", cc: str | None = None):
-    return stencils.load(source=source, cc=cc)
+    return stencil_store.load(source=source, cc=cc)
 
 
 def cmd_list(args) -> int:
@@ -49,12 +49,12 @@ def cmd_list(args) -> int:
     for s in _load().values():
         base = isa.BY_NAME.get(s.name.split(":")[0])
         doc = " ".join((s.doc or (base.doc if base else "")).split())   # one line in the table
-        where = stencils.origin(s.name)
+        where = stencil_store.origin(s.name)
         if where:
             doc = f"{doc} ({where})" if doc else f"({where})"
         rows.append((s.name, len(s.code), ", ".join(h.kind for h in s.holes) or "-", doc))
     print(table(rows, ["stencil", "bytes", "holes", "what it does"], align="lrll"))
-    for why in stencils.problems():       # prototypes that did not build: not listed
+    for why in stencil_store.problems():       # prototypes that did not build: not listed
         print(f"shimlab: left out: {why}", file=sys.stderr)
     return 0
 
@@ -62,12 +62,12 @@ def cmd_list(args) -> int:
 def _get(name: str):
     """The stencil, or one line: unknown (with names like it), or a broken
     prototype's file, line and stencil."""
-    return stencils.lookup(name)
+    return stencil_store.lookup(name)
 
 
 def cmd_show(args) -> int:
     s = _get(args.name)
-    where = stencils.origin(s.name)
+    where = stencil_store.origin(s.name)
     print(f"{s.name}: {len(s.code)} bytes" + (f" -- {s.doc}" if s.doc else "")
           + (f" ({where})" if where else ""))
     for h in s.holes:
@@ -85,14 +85,14 @@ def cmd_test(args) -> int:
     for n in names:
         _get(n)
     # testing them all: a prototype that did not build is a failure, named by its line
-    broken = [] if args.name else stencils.problems()
+    broken = [] if args.name else stencil_store.problems()
     for why in broken:
         print(f"  BAD {why}")
     bad = len(broken)
     names_and_broken = len(names) + len(broken)
     for n in names:
         try:
-            failures = isolate.call(f"stencil {n}", stenciltest.run_stencil, n, args.trials,
+            failures = isolate.call(f"stencil {n}", stencil_check.run_stencil, n, args.trials,
                                     args.seed, args.cc, args.source)
         except isolate.Crash as e:
             failures = [str(e)]

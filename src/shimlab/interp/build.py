@@ -16,7 +16,7 @@ from ..abi import contract
 from ..atomicfile import write_atomic
 from ..errors import BuildError
 from ..modes import Mode
-from ..paths import CSRC, cache_root
+from ..paths import CSRC, build_root
 from ..record import Frozen
 from . import generate
 
@@ -140,8 +140,8 @@ def _sources(mode: Mode, cc: toolchain.Compiler, count: bool,
     if mode.asm_handlers:
         # PeachPy handlers in the registers this compiler passes preserve_none
         # arguments in (so they meet its C handlers), counting when asked
-        from . import asm       # PeachPy and the stencils: only the asm mode needs them
-        files[ASM_SOURCE] = asm.render(contract.state_of(cc.name), count)
+        from . import asm_handlers    # PeachPy and the stencils: only the asm mode needs them
+        files[ASM_SOURCE] = asm_handlers.render(contract.state_of(cc.name), count)
     return files
 
 
@@ -284,7 +284,7 @@ def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAU
     tag = ("count-" if count else "") + ("pgo-" if profile is not None else "") + \
         ("asan-" if sanitize else "") + (f"layout{code_layout}-" if code_layout else "") + \
         (f"k{cache}-" if cache else "")
-    out_dir = cache_root() / "interp" / f"{ident}-{cc.name}-{tag}{key}"
+    out_dir = build_root() / "interp" / f"{ident}-{cc.name}-{tag}{key}"
     so = out_dir / "libshimlab.so"
     result = Build(mode, cc, flags, count, so, key, profile, sanitize, code_layout, cache)
     if entry_ok(out_dir):

@@ -57,7 +57,7 @@ def _build_note(spec: modes.Mode) -> str:
         return (f"the {spec.build_name} binary{shared}: the tail-call interpreter built with "
                 f"SL_JIT={crossing} (csrc/crossing.h); traces are not in the binary")
     if spec.asm_handlers:
-        return "the tail-call interpreter with PeachPy handlers (interp/asm.py)"
+        return "the tail-call interpreter with PeachPy handlers (interp/asm_handlers.py)"
     return ""
 
 
@@ -98,7 +98,7 @@ def _analyze_tailcall(build, spec, funcs, report: Report) -> Report:
     report.verdict = ("one tail-call dispatch per handler" if n_own == len(dispatching) else
                       f"{n_own} of {len(dispatching)} handlers dispatch on their own")
     if spec.asm_handlers:
-        from .asm import C_HANDLERS
+        from .asm_handlers import C_HANDLERS
         report.verdict = (f"one dispatch jump per PeachPy handler; {len(C_HANDLERS)} "
                           f"left to C ({', '.join(C_HANDLERS)})")
     _merged(report, n_own)

@@ -12,7 +12,7 @@ instruction per cache depth:
 * A handler copies what it needs into a small local window: the K cached
   values, below them max(0, pops - K) more loaded from memory.  The body's
   PUSH/POP/TOP/SET_TOP work on the window; every index is a constant, so
-  clang's SROA keeps the window in registers (tests/test_cache.py checks ADD
+  clang's SROA keeps the window in registers (tests/test_cached_values.py checks ADD
   at K = 2 loads no operand from memory).  At each dispatch the generator,
   knowing how many values the window holds then, writes the code that brings
   it back to exactly K cached values: the deepest spilled to memory, or the

@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 
-from .. import isa, modes, reference
+from .. import isa, modes
 from ..abi import vmh
 from ..abi.vmh import ffi
 from ..bytecode import Program
 from ..errors import RunError
 from ..isa import Error
-from ..reference import Result
+from ..result import MAX_DEPTH, STACK_SIZE, TAPE_LEN, Result
 from .build import Build
 
 SL_JIT_RECORDED = vmh.constant("SL_JIT_RECORDED")      # a recording is ready for the JIT
@@ -48,8 +48,8 @@ class Loaded:
     """A program placed in a prepared VM of one build, ready to run many times."""
 
     def __init__(self, build: Build, program: Program, input: bytes = b"", *,
-                 tape_len: int = reference.TAPE_LEN, stack_size: int = reference.STACK_SIZE,
-                 max_depth: int = reference.MAX_DEPTH, layout_seed: int = 0,
+                 tape_len: int = TAPE_LEN, stack_size: int = STACK_SIZE,
+                 max_depth: int = MAX_DEPTH, layout_seed: int = 0,
                  hooks: Callable[["Loaded"], Hooks] | None = None):
         if not program.verified:
             raise RunError(f"{program.name}: program was not verified")

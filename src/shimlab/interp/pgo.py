@@ -21,8 +21,8 @@ from pathlib import Path
 from .. import childpy, modes, toolchain
 from ..errors import BuildError, RunError, ToolchainError
 from ..frontend import load_program
-from ..paths import CSRC, EXAMPLES, cache_root
-from ..reference import describe_error
+from ..paths import CSRC, EXAMPLES, build_root
+from ..result import describe_error
 from . import build as build_mod
 from . import generate, loader
 
@@ -81,7 +81,7 @@ def _profile_dir(mode: str, cc: toolchain.Compiler, flags, training) -> Path:
     for part in parts:
         h.update(part.encode())
         h.update(b"\0")
-    return cache_root() / "pgo" / f"{mode}-{cc.name}-{h.hexdigest()[:16]}"
+    return build_root() / "pgo" / f"{mode}-{cc.name}-{h.hexdigest()[:16]}"
 
 
 def train(mode: str, compiler: str | None = None, flags=build_mod.DEFAULT_FLAGS,

@@ -21,7 +21,7 @@ from .. import modes
 from ..abi import contract
 from ..errors import ShimlabError
 from . import optimize
-from . import stencils as stencil_store
+from . import stencil_store
 from .trace import Trace
 
 SLOT_ALIGN = 8
@@ -52,7 +52,7 @@ class Context:
     count: bool = False                  # a count build: keep per-opcode counts exact
     tallies: int | None = None           # --stats: address of this trace's counters
     state: dict | None = None            # the interpreter's register contract (None: the static one)
-    source: str = "peachpy"              # instruction stencils: "peachpy" or "clang" (cstencils.py)
+    source: str = "peachpy"              # instruction stencils: "peachpy" or "clang" (clang_stencils.py)
     cc: str | None = None                # the compiler of clang stencils (the interpreter's)
     opt: int = 0                         # the trace optimizer's level (jit/optimize.py)
     cache: int = 0                       # the interpreter's cached values: exits reload them

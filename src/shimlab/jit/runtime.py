@@ -8,7 +8,7 @@ import time
 from array import array
 from dataclasses import dataclass, field, replace
 
-from .. import isa, modes
+from .. import fits, isa, modes
 from ..abi import contract
 from ..abi import vmh
 from ..abi.vmh import ffi
@@ -40,7 +40,7 @@ def _jit_compile():
 
 
 def _stencil_store():
-    from . import stencils as stencil_store
+    from . import stencil_store
     return stencil_store
 
 
@@ -545,16 +545,13 @@ def _line_at_100(timed) -> dict:
     intercept (what every trace costs, however short) and slope (per
     instruction, ms).  The per-100 ratio above charges short traces' fixed
     cost to their few instructions; this does not.  Empty without two
-    traces of different lengths.  (Not bench.stats.slope: the JIT sits below
+    traces of different lengths.  (fits, not bench.stats: the JIT sits below
     the benchmarks and a run's --stats should not import numpy.)"""
-    xs = [t.ops for t in timed]
-    ys = [(t.record_ns + t.optimize_ns + t.compile_ns) / 1e6 for t in timed]
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    if sxx == 0:
+    fit = fits.line([t.ops for t in timed],
+                    [(t.record_ns + t.optimize_ns + t.compile_ns) / 1e6 for t in timed])
+    if fit is None:
         return {}
-    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
-    a = my - b * mx
+    a, b = fit
     return {"at 100": a + 100 * b, "fixed": a, "per instruction": b}
 
 

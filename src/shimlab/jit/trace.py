@@ -9,17 +9,8 @@ from dataclasses import dataclass, field
 from .. import isa
 from ..isa import Flow
 
-# Instructions that have stencils (variants aside); everything else ends a trace.
-TRACEABLE = frozenset({
-    "NOP", "LOAD_INT", "LOAD_CONST", "LOAD_LOCAL", "STORE_LOCAL", "POP", "DUP",
-    "ADD", "SUB", "MUL", "FLOORDIV", "MOD", "LSHIFT", "RSHIFT", "AND", "OR", "XOR",
-    "LT", "LE", "EQ", "NE", "GT", "GE", "NEG", "INVERT", "NOT",
-    "JUMP", "JUMP_IF_FALSE", "JUMP_IF_TRUE", "LOOP",
-    "CELL_ADD", "CELL_ZERO", "MOVE", "CELL_OUT", "CELL_IN", "PRINT_BYTE",
-    "JUMP_IF_CELL_ZERO", "LOOP_IF_CELL", "CELL_ADD_AT", "CELL_SET_AT", "CELL_MULADD", "SCAN",
-    "MOVE_JUMP_IF_CELL_ZERO", "MOVE_LOOP_IF_CELL", "CELL_ADD2_AT",
-    "JUMP_IF_CELL_ZERO_AT", "LOOP_IF_CELL_AT", "CELL_MULADD_AT", "CELL_MOVE_AT", "CELL_MOVE2_AT", "CELL_COPY_AT",
-    "CELL_MOVE_PAIR_AT"})
+# Instructions that have stencils (isa.Instr.no_stencil); every other one ends a trace.
+TRACEABLE = isa.TRACEABLE
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Builds the Lua interpreters from source.py's folders into the build cache,
+"""Builds the Lua interpreters from source.py's folders into the build directory,
 one entry per build, keyed by the content of the sources, the compiler and
 the flags (a changed input is a new entry; an unchanged build is never
 rebuilt, and an entry whose binary no longer matches build.json is rebuilt).

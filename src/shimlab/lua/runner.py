@@ -36,7 +36,7 @@ def program_path(name: str) -> Path:
 def expected_path(name: str, args: tuple[str, ...]) -> Path:
     """examples/lua/expected/NAME[.ARGS].out: the program's output for those
     arguments; for a program with an oracle (oracles.py), its output written
-    into the build cache."""
+    into the build directory."""
     stem = name + ("." + "-".join(args) if args else "") + ".out"
     if name not in oracles.ORACLES:
         return PROGRAM_DIR / "expected" / stem

@@ -1,5 +1,5 @@
 """The Lua sources: lupa's source distribution from PyPI, downloaded once into
-the build cache, checked against a pinned SHA-256 and unpacked (only the
+the build directory, checked against a pinned SHA-256 and unpacked (only the
 interpreters' folders under third-party/), never built or installed.
 
 `pip download` prepares the package's metadata (it runs lupa's build
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import ShimlabError
 from ..interp.build import sha256_file
-from ..paths import cache_root
+from ..paths import build_root
 
 PACKAGE, VERSION = "lupa", "2.8"
 SDIST = f"{PACKAGE}-{VERSION}.tar.gz"
@@ -38,7 +38,7 @@ class Unreachable(SourceError):
 
 
 def cache_dir() -> Path:
-    return cache_root() / "lua"
+    return build_root() / "lua"
 
 
 def sdist_path() -> Path:

@@ -17,7 +17,7 @@ import pytest
 
 import differential
 from conftest import EXAMPLES, compiler_for
-from shimlab import modes, reference, vm
+from shimlab import modes, oracle, vm
 from shimlab.abi import contract
 from shimlab.errors import BuildError
 from shimlab.interp import build, generate
@@ -165,10 +165,10 @@ def test_stack_overflow_comes_where_the_oracle_has_it():
     src = "def f(n):\n    if n == 0:\n        return 0\n    return f(n - 1) + 1\nprint(f(40))\n"
     program = differential.Case("minipy", src).program()
     def fits(size):
-        return reference.run(program, stack_size=size).status == 0
+        return oracle.run(program, stack_size=size).status == 0
     tight = next(size for size in range(8, 1000) if fits(size))
     for size in (tight - 1, tight, tight + 50):   # overflows, just fits, fits
-        want = reference.run(program, stack_size=size)
+        want = oracle.run(program, stack_size=size)
         for k in (1, 3):
             with vm.Loaded(get_build("tailcall", k), program, stack_size=size) as loaded:
                 _same(loaded.run(), want)
@@ -279,8 +279,8 @@ def test_bench_dispatch_runs_the_caching_modes_at_each_k():
 
 
 def test_every_exit_stub_has_a_variant_that_reloads_k_values():
-    from shimlab.jit import stencils
-    st = stencils.load()
+    from shimlab.jit import stencil_store
+    st = stencil_store.load()
     names = {n for m in modes.JIT for n in (modes.get(m).exit_stencil,
                                             modes.get(m).count_exit_stencil)}
     names |= {n for m in modes.JIT for n in (modes.get(m).handler_exit_stencil,

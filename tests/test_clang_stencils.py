@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from conftest import EXAMPLES
-from shimlab import reference, toolchain, vm
+from shimlab import oracle, toolchain, vm
 from shimlab.interp import build
 from shimlab.frontend import load_program
 
@@ -17,18 +17,18 @@ pytestmark = pytest.mark.skipif(not CLANGS, reason="no clang here builds the JIT
 
 @pytest.mark.parametrize("cc", CLANGS)
 def test_every_clang_stencil_agrees_with_the_oracle(cc):
-    from shimlab import stenciltest
-    from shimlab.jit import cstencils
-    names = list(cstencils.load(cc))
+    from shimlab import stencil_check
+    from shimlab.jit import clang_stencils
+    names = list(clang_stencils.load(cc))
     assert len(names) >= 40
     failures = {n: f for n in names
-                if (f := stenciltest.run_stencil(n, 8, 1, cc, "clang"))}
+                if (f := stencil_check.run_stencil(n, 8, 1, cc, "clang"))}
     assert not failures
 
 
 def test_the_final_jump_to_the_continuation_is_dropped():
-    from shimlab.jit import cstencils
-    st = cstencils.load(CLANGS[0])
+    from shimlab.jit import clang_stencils
+    st = clang_stencils.load(CLANGS[0])
     assert [h.kind for h in st["LOAD_INT"].holes] == ["oparg"]
     assert st["JUMP"].code == b""
     for s in st.values():
@@ -39,7 +39,7 @@ def test_the_final_jump_to_the_continuation_is_dropped():
 @pytest.mark.parametrize("path", ["bf/squares.bf", "minipy/gcd_lcm.py"])
 def test_programs_run_on_clang_stencils(path):
     program = load_program(EXAMPLES / path)
-    want = reference.run(program, b"")
+    want = oracle.run(program, b"")
     b = build.build("jit-direct", CLANGS[0], count=True)
     with vm.Loaded(b, program, jit={"threshold": 2, "source": "clang"}) as loaded:
         got = loaded.run()
@@ -48,7 +48,7 @@ def test_programs_run_on_clang_stencils(path):
 
 
 def test_compare_reports_each_instruction(capsys):
-    from shimlab.bench import stencils as compare
+    from shimlab.bench import stencil_timing as compare
     assert "ADD" in compare.instructions() and "CELL_OUT" not in compare.instructions()
     data = compare.measure(["ADD", "MOVE"], CLANGS[0], units=2, n=20, rounds=2, samples=3)
     # one group of samples per round: each round loads the program anew
@@ -69,7 +69,7 @@ def test_compare_reports_each_instruction(capsys):
 def test_per_unit_resamples_rounds_not_pooled_runs():
     # three rounds, each steady at its own level: the spread between rounds is
     # the uncertainty (pooled as independent runs, the interval would be [110, 110])
-    from shimlab.bench import stencils as compare
+    from shimlab.bench import stencil_timing as compare
     runs = [[100] * 50, [140] * 50, [120] * 50]
     bare = [[10] * 50] * 3
     e = compare.per_unit(runs, bare, 1, np.random.default_rng(0))

@@ -20,14 +20,11 @@ from ..bytecode import Assembler, Function
 from ..errors import ShimlabError
 from ..frontend.verify import verify
 from ..interp import build
-from ..jit import stencils as stencil_store
-from ..jit.trace import TRACEABLE
+from ..jit import stencil_store
 from . import stats
 from .table import table
 
 SOURCES = ("peachpy", "clang")
-BINOPS = ("ADD", "SUB", "MUL", "FLOORDIV", "MOD", "LSHIFT", "RSHIFT", "AND", "OR", "XOR",
-          "LT", "LE", "EQ", "NE", "GT", "GE")
 # Output and input would measure the buffer, not the stencil.
 SKIP = ("CELL_OUT", "CELL_IN", "PRINT_BYTE")
 
@@ -35,9 +32,9 @@ SKIP = ("CELL_OUT", "CELL_IN", "PRINT_BYTE")
 def unit(name: str) -> list[tuple[str, int]]:
     """A stack-neutral sequence that runs `name` once (locals 1 and 2 hold 7 and 3).
     Conditional jumps jump by one, so both ways lead on."""
-    if name in BINOPS:
+    if name in isa.BINOPS:
         return [("LOAD_LOCAL", 1), ("LOAD_LOCAL", 2), (name, 0), ("STORE_LOCAL", 3)]
-    if name in ("NEG", "INVERT", "NOT"):
+    if name in isa.UNOPS:
         return [("LOAD_LOCAL", 1), (name, 0), ("STORE_LOCAL", 3)]
     if name in ("JUMP_IF_FALSE", "JUMP_IF_TRUE"):
         return [("LOAD_LOCAL", 1), (name, 1)]
@@ -55,7 +52,7 @@ def unit(name: str) -> list[tuple[str, int]]:
 def instructions() -> list[str]:
     """The instructions compared: those with a stencil and a unit."""
     return [ins.name for ins in isa.INSTRUCTIONS
-            if ins.name in TRACEABLE and ins.name not in SKIP and unit(ins.name)]
+            if ins.has_stencil and ins.name not in SKIP and unit(ins.name)]
 
 
 def program(name: str | None, units: int, n: int):
@@ -227,25 +224,27 @@ def is_pair(names: list[str]) -> bool:
 
 
 def main(args) -> int:
+    pair = is_pair(args.instruction)
+    if not pair:            # names checked before the compiler is probed
+        staged = [nm for nm in args.instruction if ":" in nm]
+        if staged:
+            raise ShimlabError(f"{staged[0]} is a stencil, not an instruction: compare two "
+                               f"stencils of one instruction as `stencils compare A B`")
+        bad = [nm for nm in args.instruction if nm not in instructions()]
+        if bad:
+            raise ShimlabError(f"cannot compare {', '.join(bad)} (choose from "
+                               f"{', '.join(instructions())})")
     cc = toolchain.get_compiler(args.cc, need={"preserve_none", "musttail"}).name
     n, units = (200, 16) if args.quick else (2000, 32)
     rounds, samples = (2, 5) if args.quick else (args.rounds, 15)
-    if is_pair(args.instruction):
+    if pair:
         a, b = args.instruction
         name, _, variants = pair_variants(a, b, contract.state_of(cc))
         data = isolate.call("stencils compare", _pinned, [name], cc, units, n, rounds, samples,
                             variants)
         report_pair(data, a, b, name, cc, units, n)
         return 0
-    staged = [nm for nm in args.instruction if ":" in nm]
-    if staged:
-        raise ShimlabError(f"{staged[0]} is a stencil, not an instruction: compare two "
-                           f"stencils of one instruction as `stencils compare A B`")
     names = args.instruction or instructions()
-    bad = [nm for nm in names if nm not in instructions()]
-    if bad:
-        raise ShimlabError(f"cannot compare {', '.join(bad)} (choose from "
-                           f"{', '.join(instructions())})")
     data = isolate.call("stencils compare", _pinned, names, cc, units, n, rounds, samples)
     report(data, names, cc, units, n)
     return 0

@@ -20,9 +20,9 @@ from .bytecode import Function, Program
 from .interp import build
 from .isa import VMError
 from .jit import compile as jit_compile
-from .jit import stencils as stencil_store
+from .jit import stencil_store
 from .jit.trace import Trace, TraceOp
-from .reference import State, step
+from .oracle import State, step
 
 NSTACK, NLOCALS, TAPE = 6, 4, 64
 OP = isa.OPCODE
@@ -46,19 +46,19 @@ def _arg_for(name: str, rng: random.Random) -> int:
         return rng.choice([2, 3])
     if name in ("MOVE", "SCAN"):
         return rng.choice([-3, -1, 1, 2, 40, -40])
-    if name == "CELL_ADD2_AT":
+    if ins.packing == "add2":
         return isa.pack_add2(rng.choice([-3, 0, 1, 40, -128]), rng.randrange(256),
                              rng.choice([-1, 0, 2, 127, -40]), rng.randrange(256))
-    if name in isa.PACKED_MOVE_AT:
+    if ins.packing in ("move_at", "move2_at"):
         offs = [-3, -1, 0, 1, 2, 40, -40, 127, -128]
         return isa.pack_move_at(rng.choice(offs), rng.choice(offs), rng.choice([0, 1, 3, 255]),
-                                rng.choice(offs) if name == "CELL_MOVE2_AT" else None)
-    if name == "CELL_MOVE_PAIR_AT":
+                                rng.choice(offs) if ins.packing == "move2_at" else None)
+    if ins.packing == "move_pair":
         offs = [-3, -1, 0, 1, 2, 40, -40, 127, -128]
         c1, t1 = rng.sample(offs, 2)
         c2, t2 = rng.sample(offs, 2)
         return isa.pack_move_pair(c1, t1, c2, t2)
-    if name == "CELL_COPY_AT":
+    if ins.packing == "copy_at":
         a, t, u = rng.sample([-3, -1, 0, 1, 2, 40, -40, 127, -128], 3)
         return isa.pack_move_at(a, t, 0, u)
     if name in ("PRINT_BYTE", "CELL_ADD"):

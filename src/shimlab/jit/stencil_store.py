@@ -5,7 +5,7 @@ each cached apart, so a broken one fails only the runs that select it.
 
 A prototype can also be registered at run time (register, extra_stencils):
 it lives in this process and the children forked from it, never in the
-artifact or the source tree, and the JIT and `stenciltest` find it by name
+artifact or the source tree, and the JIT and `stencil_check` find it by name
 like a built stencil.  This is how a notebook tries a stencil out."""
 from __future__ import annotations
 
@@ -21,13 +21,13 @@ import jitstubs.build
 
 from .. import isa
 from ..abi import contract
-from ..paths import cache_root
+from ..paths import build_root
 from ..stencil import PLACEHOLDER, Stencil, StencilError, disassemble
 
 
 def artifact_path(state: dict | None = None) -> Path:
     k = contract.key(state or contract.STATE)
-    return cache_root() / (f"stencils-{k}.json" if k else "stencils.json")
+    return build_root() / (f"stencils-{k}.json" if k else "stencils.json")
 
 
 SOURCES = ("peachpy", "clang")
@@ -39,7 +39,7 @@ def load(state: dict | None = None, source: str = "peachpy", cc: str | None = No
     static contract; contract.state_of(cc) for a compiler's own): the
     standard stencils, the prototypes that built (problems() has the others)
     and those registered at run time.  With source "clang" the instruction
-    stencils are compiled from C by `cc` (jit/cstencils.py) and the exits
+    stencils are compiled from C by `cc` (jit/clang_stencils.py) and the exits
     and counters stay PeachPy's.  The peachpy dict is shared (one merge while
     nothing in it changes: every trace's compile asks for it): copy it
     before changing it."""
@@ -49,8 +49,8 @@ def load(state: dict | None = None, source: str = "peachpy", cc: str | None = No
         return peachpy
     if source != "clang":
         raise StencilError(f"unknown stencil source {source!r} (choose from {', '.join(SOURCES)})")
-    from . import cstencils     # compiler-built stencils: imported when asked for
-    return {**peachpy, **cstencils.load(cc)}
+    from . import clang_stencils     # compiler-built stencils: imported when asked for
+    return {**peachpy, **clang_stencils.load(cc)}
 
 
 def _items(state: dict | None) -> tuple:
@@ -109,7 +109,7 @@ class Prototypes:
 
 def _prototype_cache(path: Path, state: dict) -> Path:
     k = contract.key(state) or "default"
-    return cache_root() / "prototypes" / \
+    return build_root() / "prototypes" / \
         f"{hashlib.sha256(str(path).encode()).hexdigest()[:12]}-{path.stem}-{k}.json"
 
 
@@ -281,11 +281,12 @@ def check_overrides(overrides: dict, state: dict | None = None, source: str = "p
     stencil of another instruction (which would corrupt the VM: a LOAD_INT in
     place of CELL_ADD grows the stack until it faults), or NAME with a hole
     the JIT does not fill at OP.  Returns the overrides."""
+    for op, name in overrides.items():      # by name first: standard() builds the stencils
+        if instruction_of(op) is None:
+            raise StencilError(f"{op}={name}: {op.split(':')[0]!r} is not a VM instruction")
     std = standard(state)
     for op, name in overrides.items():
         ins = instruction_of(op)
-        if ins is None:
-            raise StencilError(f"{op}={name}: {op.split(':')[0]!r} is not a VM instruction")
         if op not in std:
             own = [n for n in std if n.split(":")[0] == ins]
             if not own:
@@ -320,7 +321,7 @@ def register(stencil):
     this process and children forked from it; returns it, disassembled.
 
     Its name is INSTRUCTION:variant, as for a built variant, so that
-    `stenciltest` knows what to hold it to and `jit={"stencils": {...}}` can
+    `stencil_check` knows what to hold it to and `jit={"stencils": {...}}` can
     put it in place of the standard one.  A name the artifact has is refused:
     a prototype never silently replaces a built stencil.  Registering a name
     again replaces the earlier prototype (a notebook cell run twice)."""

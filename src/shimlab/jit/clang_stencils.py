@@ -20,7 +20,7 @@ from pathlib import Path
 from .. import isa, toolchain
 from ..atomicfile import write_atomic
 from ..isa import Flow
-from ..paths import CSRC, cache_root
+from ..paths import CSRC, build_root
 from ..stencil import Hole, Stencil, StencilError, disassemble
 from .trace import TRACEABLE
 
@@ -171,7 +171,7 @@ def load(cc: str | None = None) -> dict:
         raise StencilError(f"{compiler.name}: compiler-built stencils need clang")
     text, names = source()
     key = _input_hash(compiler, text)
-    path = cache_root() / f"cstencils-{compiler.name}-{key}.json"
+    path = build_root() / f"cstencils-{compiler.name}-{key}.json"
     cached = _read_cache(path)
     if cached is not None:
         return cached

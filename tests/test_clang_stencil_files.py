@@ -1,4 +1,4 @@
-"""The compiler-built stencil cache under concurrent writers (issue 17): each
+"""The compiler-built stencil files under concurrent writers (issue 17): each
 writer has a temporary name of its own and renames it into place, so no
 writer loses its file to another and no reader sees half an entry; an entry
 that does not parse is rebuilt."""
@@ -13,13 +13,13 @@ import sys
 import pytest
 
 from conftest import compiler_for
-from shimlab.jit import cstencils
+from shimlab.jit import clang_stencils
 
 
 def _writer(path, barrier, n, tag):
     barrier.wait()
     for i in range(n):
-        cstencils._write_cache(path, json.dumps({"writer": tag, "i": i, "pad": "x" * 50_000}))
+        clang_stencils._write_cache(path, json.dumps({"writer": tag, "i": i, "pad": "x" * 50_000}))
 
 
 def _reader(path, barrier, n, queue):
@@ -56,8 +56,8 @@ def test_concurrent_writers_and_readers_never_see_half_an_entry(tmp_path):
 
 _LOAD = """
 import sys
-from shimlab.jit import cstencils
-s = cstencils.load(sys.argv[1])
+from shimlab.jit import clang_stencils
+s = clang_stencils.load(sys.argv[1])
 print(len(s), sorted(s)[0], s[sorted(s)[0]].code.hex())
 """
 
