@@ -34,7 +34,8 @@ def test_demo_says_where_first_and_runs_the_quick_sweep_as_bench_would(tmp_path,
         seen["args"] = args
         return 0
     monkeypatch.setattr(demo.doctor, "run", lambda out: 0)
-    monkeypatch.setattr(demo.transitions, "main", sweep)
+    from shimlab.bench import roundtrip
+    monkeypatch.setattr(roundtrip, "main", sweep)
     assert demo.cmd_demo(argparse.Namespace()) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert f"results to {tmp_path / 'results'}/" in first
@@ -50,7 +51,8 @@ def test_demo_shows_the_toolchain_only_when_it_is_broken(tmp_path, monkeypatch, 
         print("clang-19: missing", file=out)
         return 1
     monkeypatch.setattr(demo.doctor, "run", broken)
-    monkeypatch.setattr(demo.transitions, "main", lambda args: pytest.fail("benchmarked"))
+    from shimlab.bench import roundtrip
+    monkeypatch.setattr(roundtrip, "main", lambda args: pytest.fail("benchmarked"))
     assert demo.cmd_demo(argparse.Namespace()) == 1
     assert "clang-19: missing" in capsys.readouterr().out
 

@@ -51,8 +51,9 @@ def _arg_for(name: str, rng: random.Random) -> int:
                              rng.choice([-1, 0, 2, 127, -40]), rng.randrange(256))
     if ins.packing in ("move_at", "move2_at"):
         offs = [-3, -1, 0, 1, 2, 40, -40, 127, -128]
-        return isa.pack_move_at(rng.choice(offs), rng.choice(offs), rng.choice([0, 1, 3, 255]),
-                                rng.choice(offs) if ins.packing == "move2_at" else None)
+        c, t, t2 = rng.sample(offs, 3)      # the targets are never the counter (verify)
+        return isa.pack_move_at(c, t, rng.choice([0, 1, 3, 255]),
+                                t2 if ins.packing == "move2_at" else None)
     if ins.packing == "move_pair":
         offs = [-3, -1, 0, 1, 2, 40, -40, 127, -128]
         c1, t1 = rng.sample(offs, 2)

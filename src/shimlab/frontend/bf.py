@@ -268,10 +268,12 @@ class Optimizing(Emitter):
         self.nth += 1
         if self.dead:
             self.dead += 1
+            self.dead_open.append(at)
             return
         self.flush()
         if self.value(self.d) == 0:         # never entered: dead code
             self.dead = 1
+            self.dead_open = [at]           # its '['s, for the error of an unbalanced one
             return
         if abs(self.d) > _NEAR or not balanced:
             self.materialize()
@@ -285,6 +287,7 @@ class Optimizing(Emitter):
     def close(self, at):
         if self.dead:
             self.dead -= 1
+            self.dead_open.pop()
             return
         if not self.loops:
             raise self.error(at, "unbalanced ']' (no '[' before it)")
@@ -400,6 +403,8 @@ class Optimizing(Emitter):
             self.loops[-1].fresh = False
 
     def finish(self, at):
+        if self.dead:               # the innermost '[' left open, as the plain emitter says
+            raise self.error(self.dead_open[-1], "unbalanced '[' (no matching ']')")
         if self.loops:
             raise self.error(self.loops[-1].at, "unbalanced '[' (no matching ']')")
         self.flush()

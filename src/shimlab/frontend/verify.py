@@ -72,6 +72,11 @@ def _check_operands(program: Program, index: int, start: int, end: int) -> None:
         ins = isa.INSTRUCTIONS[op]
         if not (type(arg) is int and isa.INT32_MIN <= arg <= isa.INT32_MAX):
             raise _fail(program, pc, f"{ins.name}: operand {arg!r} is not a 32-bit integer")
+        if ins.packing in ("move_at", "move2_at"):
+            c, t, t2, _ = isa.unpack_move_at(ins.name, arg)
+            if c in (t, t2):
+                # no loop adds to its own counter: the modes need not agree there
+                raise _fail(program, pc, f"{ins.name}: a target cell ({c:+d}) is the counter")
         if _PLAIN[op] and pc != end - 1:
             continue
         kind = ins.operand
