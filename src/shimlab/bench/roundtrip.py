@@ -163,8 +163,7 @@ def analyze(results: ResultFile, size: dict, cc: str, modes=MODES, caches=(0,),
         ms_out = {}
         for mode in transitions.modes_at(modes, k):
             at = {p: _point(results, size, cc, mode, p, k, rng, n_boot) for p in pts}
-            dens = [p for p in pts if p.k == base.k and not p.traces]
-            dens.sort(key=lambda p: p.m)
+            dens = [p for _, p in sorted(by_m(at, base).items())]
             r = {"points": at, "base": at[base]}
             if len(dens) >= 2:
                 xs = [p.m for p in dens]
@@ -331,14 +330,13 @@ def reading(a: dict, k=None) -> list[str]:
     d, sites = ms.get("jit-direct"), ms.get("jit-direct-sites")
     if d and "density" in d and not d["density"]["linear"]:
         xs = d["density"]["ms"]
-        at = {p.m: e["round_trip"] for p, e in d["points"].items()
-              if p.k == base.k and not p.traces}
+        at = {m: d["points"][p]["round_trip"] for m, p in by_m(d["points"], base).items()}
         text = (f"A direct round trip is not one number: it grows with the traces that "
                 f"share ENTER_JIT's jump, from {at[xs[0]].fmt(1)} cycles at M={xs[0]} to "
                 f"{at[xs[-1]].fmt(1)} at M={xs[-1]}")
         if sites and "density" in sites:
-            st = {p.m: e["round_trip"] for p, e in sites["points"].items()
-                  if p.k == base.k and not p.traces}
+            st = {m: sites["points"][p]["round_trip"]
+                  for m, p in by_m(sites["points"], base).items()}
             text += (f", while jit-direct-sites, the same crossing with an entry jump per "
                      f"trace, costs {st[xs[0]].fmt(1)} at M={xs[0]} and "
                      f"{st[xs[-1]].fmt(1)} at M={xs[-1]}: what grows is the prediction of "
@@ -413,9 +411,10 @@ def _headline(a: dict, k, ms: dict, out) -> None:
               "exact, from callgrind)", file=out)
 
 
-def at_points(r: dict, base: Point) -> list[Point]:
-    """The density points of one crossing: stretch k of the base, a trace per crossing."""
-    return [p for p in r["points"] if p.k == base.k and not p.traces]
+def by_m(points, base: Point) -> dict[int, Point]:
+    """The density points among `points` by M: the base's stretch k, a trace
+    per crossing."""
+    return {p.m: p for p in points if p.k == base.k and not p.traces}
 
 
 def _density(a: dict, k, ms: dict, out) -> None:
@@ -426,12 +425,10 @@ def _density(a: dict, k, ms: dict, out) -> None:
     rows = []
     for mode, r in ms.items():
         d = r["density"]
-        at = {p.m: e for p, e in r["points"].items() if p.k == a["size"]["base"].k
-              and not p.traces}
-        by_m = {p.m: p for p in at_points(r, a["size"]["base"])}
+        at = by_m(r["points"], a["size"]["base"])
         vs = [("-" if mode == "jit-direct" or "vs_direct" not in r
-               else r["vs_direct"][by_m[m]].fmt(1)) for m in xs]
-        rows.append((mode, *(at[m]["round_trip"].fmt(1) for m in xs),
+               else r["vs_direct"][at[m]].fmt(1)) for m in xs]
+        rows.append((mode, *(r["points"][at[m]]["round_trip"].fmt(1) for m in xs),
                      d["through_zero"].fmt(1) if d["linear"] else "-",
                      "yes" if d["linear"] else "no: " + ", ".join(
                          f"M={x} vs {y}" for x, y in d["unequal"]), *vs))
