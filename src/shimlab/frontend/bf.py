@@ -192,6 +192,7 @@ class Optimizing(Emitter):
         self.known: dict[int, int] = {}      # offset -> the cell's value, where known
         self.zero = True                     # every cell not in known is 0 (the start)
         self.dead = 0                        # inside a dead loop: its depth
+        self.dead_open: list[int] = []       # its open brackets (an unbalanced one is named)
         self.balanced = bytearray()          # balanced_loops(source), set by compile_source
         self.nth = 0                         # loops opened so far
 
