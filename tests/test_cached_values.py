@@ -321,9 +321,9 @@ def test_exits_that_cannot_link_keep_counts_exact(mode, k, monkeypatch):
     pcs that have traces: every such recording must count its first
     instruction once, as any dispatch does (the shim's ENTER_JIT once
     counted it twice)."""
-    from shimlab.jit import compile as jit_compile, runtime
+    from shimlab.jit import compile as jit_compile, install
     monkeypatch.setattr(jit_compile, "_reaches", lambda *a: False)
-    monkeypatch.setattr(runtime.Jit, "_link", lambda *a: None)
+    monkeypatch.setattr(install.Installer, "link_exit", lambda *a: None)
     path = EXAMPLES / "bf" / "squares.bf"
     _same(run(mode, k, loader_program(path), _input_for(path), DEFAULT_LEVEL),
           _expected(str(path)))

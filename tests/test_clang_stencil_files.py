@@ -36,7 +36,7 @@ def _reader(path, barrier, n, queue):
 
 
 def test_concurrent_writers_and_readers_never_see_half_an_entry(tmp_path):
-    path = tmp_path / "cstencils-cc-key.json"
+    path = tmp_path / "clang-stencils-cc-key.json"
     ctx = multiprocessing.get_context("fork")
     writers, readers, rounds = 4, 2, 100
     barrier, queue = ctx.Barrier(writers + readers), ctx.Queue()
@@ -72,7 +72,7 @@ def test_concurrent_first_loads_on_an_empty_cache_all_succeed(tmp_path):
     outs = [p.communicate(timeout=600) for p in procs]
     assert all(p.returncode == 0 for p in procs), [e for _, e in outs]
     assert len({o for o, _ in outs}) == 1
-    entries = [f for f in os.listdir(tmp_path) if f.startswith("cstencils-")]
+    entries = [f for f in os.listdir(tmp_path) if f.startswith("clang-stencils-")]
     assert len(entries) == 1 and entries[0].endswith(".json"), entries
     # a corrupted entry is rebuilt, not a crash
     (tmp_path / entries[0]).write_text('{"half": ')

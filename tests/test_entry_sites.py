@@ -40,8 +40,8 @@ def test_traces_spread_over_the_copies_asked_for(sites):
         assert loaded.run().status == 0
         jit = loaded.jit
         ops = [int(loaded.vm.code[start].op) for start, _ in stretches]
-        used = {int(vmh.ffi().cast("uintptr_t", jit.table[op])) for op in ops}
-    copies = {int(vmh.ffi().cast("uintptr_t", c)) for c in jit.entry_copies}
+        used = {int(vmh.ffi().cast("uintptr_t", jit.installer.table[op])) for op in ops}
+    copies = {int(vmh.ffi().cast("uintptr_t", c)) for c in jit.installer.entry_copies}
     assert used <= copies
     assert len(used) == (sites or len(stretches))
 

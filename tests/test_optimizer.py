@@ -450,18 +450,18 @@ def test_the_time_of_a_trace_of_100_instructions_is_read_off_a_line():
     and reads it at 100: exact on traces that lie on a line, absent when
     every trace has the same length."""
     from types import SimpleNamespace
-    from shimlab.jit import runtime
+    from shimlab.jit import report
 
     def trace(n):      # 0.3 ms a trace + 15 us an instruction, in three phases
         ns = 300_000 + 15_000 * n
         return SimpleNamespace(ops=n, record_ns=ns // 5, optimize_ns=ns // 5,
                                compile_ns=ns - 2 * (ns // 5))
-    p = runtime.phase_times([trace(n) for n in (1, 5, 20, 44)])
+    p = report.phase_times([trace(n) for n in (1, 5, 20, 44)])
     assert p["at 100"] == pytest.approx(1.8) and p["fixed"] == pytest.approx(0.3)
     assert p["per instruction"] == pytest.approx(0.015)
     assert "1.800 ms (0.300 ms a trace + 15.0 us an instruction)" in \
-        "\n".join(runtime.trace_times([trace(n) for n in (1, 5, 20, 44)]))
-    assert "at 100" not in runtime.phase_times([trace(7), trace(7)])
+        "\n".join(report.trace_times([trace(n) for n in (1, 5, 20, 44)]))
+    assert "at 100" not in report.phase_times([trace(7), trace(7)])
 
 
 def _recordings(path):

@@ -352,10 +352,10 @@ def test_fits_geometric_mean_and_its_estimate():
 
 def test_the_jit_line_at_100_is_the_fit():
     from types import SimpleNamespace
-    from shimlab.jit import runtime
+    from shimlab.jit import report
     timed = [SimpleNamespace(ops=n, record_ns=0, optimize_ns=0, compile_ns=(50 + 3 * n) * 1e6)
              for n in (10, 40, 70)]
-    out = runtime._line_at_100(timed)
+    out = report._line_at_100(timed)
     assert out == {"at 100": pytest.approx(350), "fixed": pytest.approx(50),
                    "per instruction": pytest.approx(3)}
-    assert runtime._line_at_100(timed[:1]) == {}
+    assert report._line_at_100(timed[:1]) == {}

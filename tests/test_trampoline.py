@@ -108,7 +108,7 @@ def test_an_exit_trampoline_moves_every_register_back(k, which):
 
 
 def test_a_trace_starts_with_the_entry_trampoline():
-    from shimlab.jit.compile import Context, compile_trace, load_stencils
+    from shimlab.jit.compile import Context, compile_trace, load_stencils, lower
     from shimlab.jit.trace import Trace, TraceOp
     op = {ins.name: i for i, ins in enumerate(isa.INSTRUCTIONS)}
     code = [(op["LOAD_INT"], 7), (op["POP"], 0), (op["HALT"], 0)]
@@ -125,13 +125,17 @@ def test_a_trace_starts_with_the_entry_trampoline():
         # the same pieces as jit-direct's, but written for B (their encodings can
         # differ: [r13] needs a displacement byte, [r12] a SIB byte)
         assert c.exits == direct.exits
+        # (at K > 0 the trace first pushes the K cached values, from the
+        # traces' order's registers)
+        names = [p.stencil for p in lower(trace, ctx).lowered.pieces]
+        assert names[k:] == ["LOAD_INT", "POP"] and len(names) == k + 2
         assert c.body_size == len(entry) + sum(len(stencil_store.load(B)[n].code)
-                                               for n in ("LOAD_INT", "POP"))
+                                               for n in names)
         # the body is the traces' order's stencils: LOAD_INT's, written for B
         mine, theirs = stencil_store.load(B)["LOAD_INT"], stencil_store.load()["LOAD_INT"]
         assert mine.code != theirs.code
         holes = {h.offset + j for h in mine.holes for j in range(h.width)}
-        body = c.code[len(entry):]
+        body = c.code[len(entry) + sum(len(stencil_store.load(B)[n].code) for n in names[:k]):]
         assert all(body[j] == mine.code[j] for j in range(len(mine.code)) if j not in holes)
         # every exit leaves through the trampoline that moves back
         exit_stub = load_stencils(ctx)[MODE.exit_stencil + _sfx(k)]

@@ -481,7 +481,7 @@ SL_PRESERVE_NONE int sl_op_CELL_MOVE_PAIR_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, 
 #include "../crossing.h"
 #endif
 
-#ifdef SL_ASM   /* the asm mode: PeachPy handlers (interp/asm.py) with their own
+#ifdef SL_ASM   /* the asm mode: PeachPy handlers (interp/asm_handlers.py) with their own
                    table, which names these C handlers for the instructions they leave to C */
 extern sl_handler *const sl_asm_table[SL_NUM_OPCODES];
 #define SL_ENTRY_TABLE sl_asm_table

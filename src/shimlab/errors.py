@@ -23,3 +23,7 @@ class BuildError(ShimlabError):
 
 class RunError(ShimlabError):
     """A program that failed at run time, or an interpreter that crashed."""
+
+
+class JitError(ShimlabError):
+    """The JIT refused an option, or failed to make or place a trace."""

@@ -191,7 +191,7 @@ def _tailcall(instructions: Sequence[isa.Instr]) -> str:
                    f"(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)) {{\n"
                    f"{_body(ins, '    ')}}}\n\n")
     out.append("#ifdef SL_JIT\n#include \"../crossing.h\"\n#endif\n\n")
-    out.append("#ifdef SL_ASM   /* the asm mode: PeachPy handlers (interp/asm.py) with their own\n"
+    out.append("#ifdef SL_ASM   /* the asm mode: PeachPy handlers (interp/asm_handlers.py) with their own\n"
                "                   table, which names these C handlers for the instructions they leave to C */\n"
                "extern sl_handler *const sl_asm_table[SL_NUM_OPCODES];\n"
                "#define SL_ENTRY_TABLE sl_asm_table\n"

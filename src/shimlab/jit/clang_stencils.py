@@ -171,11 +171,11 @@ def load(cc: str | None = None) -> dict:
         raise StencilError(f"{compiler.name}: compiler-built stencils need clang")
     text, names = source()
     key = _input_hash(compiler, text)
-    path = build_root() / f"cstencils-{compiler.name}-{key}.json"
+    path = build_root() / f"clang-stencils-{compiler.name}-{key}.json"
     cached = _read_cache(path)
     if cached is not None:
         return cached
-    with tempfile.TemporaryDirectory(prefix="shimlab-cstencils-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="shimlab-clang-stencils-") as tmp:
         (Path(tmp) / "stencils.c").write_text(text)
         proc = subprocess.run([compiler.path, *FLAGS, "-I", str(CSRC), "stencils.c", "-o",
                                "stencils.o"], capture_output=True, text=True, cwd=tmp)

@@ -275,13 +275,23 @@ def _count_blocks(lowered, st: dict, blocks: int) -> list[int]:
     return ops
 
 
-def _lower(trace: Trace, ctx: Context, st: dict):
-    """The optimizer's pieces for `trace` (and --stats's block counts), made
-    once for the two compiles of a trace (its size, then its code in place)."""
-    key = (ctx.opt, ctx.count, ctx.blocks)
-    cached = getattr(trace, "_lowered", None)
-    if cached is not None and cached[0] == key:
-        return cached[1], cached[2]
+@dataclass(frozen=True)
+class Lowering:
+    """The optimizer's result for one trace, as compiling it needs it: its
+    pieces (optimize.Lowered) and --stats's VM instructions per block, for
+    the options (`key`) it was made with."""
+    key: tuple
+    lowered: "optimize.Lowered"
+    block_ops: list
+
+
+def _key(ctx: Context) -> tuple:
+    return (ctx.opt, ctx.count, ctx.blocks)
+
+
+def _lower(trace: Trace, ctx: Context, st: dict) -> Lowering:
+    """The optimizer's pieces for `trace`, checked against the stencils, and
+    --stats's block counts."""
     lowered = optimize.lower(trace, ctx.consts, ctx.opt, ctx.count,
                              registers=ctx.source == "peachpy", cache=cache_for(ctx, st),
                              tape_len=ctx.tape_len)
@@ -296,8 +306,7 @@ def _lower(trace: Trace, ctx: Context, st: dict):
                                f"it is {before.stencil if before else 'none'}, not a compare")
         before = p
     block_ops = _count_blocks(lowered, st, ctx.blocks) if ctx.blocks is not None else []
-    trace._lowered = (key, lowered, block_ops)
-    return lowered, block_ops
+    return Lowering(_key(ctx), lowered, block_ops)
 
 
 _FLAG_SETTERS = ("opt:cmp:", "opt:test:")     # the pieces whose flags the next one may read
@@ -320,10 +329,10 @@ def cache_for(ctx: Context, st: dict | None = None) -> "optimize.Cache | None":
 _LEAVES = {"deopt", "branch", "loop"}
 
 
-def lower(trace: Trace, ctx: Context) -> None:
-    """Runs the optimizer for `trace` now (compile_trace reuses its pieces):
+def lower(trace: Trace, ctx: Context) -> Lowering:
+    """The optimizer run for `trace` on its own, for compile_trace to take:
     so the optimizer's time can be told from copy-and-patch's."""
-    _lower(trace, ctx, _stencils_of(ctx))
+    return _lower(trace, ctx, _stencils_of(ctx))
 
 
 def _stencils_of(ctx: Context) -> dict:
@@ -353,13 +362,14 @@ def _reaches(slot_at: int, target: int, slot: int) -> bool:
 
 
 def compile_trace(trace: Trace, ctx: Context, base: int | None,
-                  size_only: bool = False) -> Compiled:
+                  size_only: bool = False, lowering: Lowering | None = None) -> Compiled:
     """Machine code for `trace` when it will run at address `base` (None: the
     holes that depend on it hold 0, and an exit links wherever it could);
     size_only: no code yet (zeros), only the sizes and exits (what placing a
     trace needs): place(compiled, base) then patches it there, without
-    laying the trace out again."""
-    c = _lay_out(trace, ctx)
+    laying the trace out again; lowering: the optimizer's result (lower),
+    if it has run already."""
+    c = _lay_out(trace, ctx, lowering)
     if size_only:
         return c
     return place(c, base)
@@ -382,7 +392,7 @@ class _Layout:
     slot_at: list = field(default_factory=list)   # each exit slot's offset after the body
 
 
-def _lay_out(trace: Trace, ctx: Context) -> Compiled:
+def _lay_out(trace: Trace, ctx: Context, lowering: Lowering | None) -> Compiled:
     """Passes 1 and 2: the pieces, their offsets, the labels and the exits."""
     if not modes.is_jit(ctx.mode):
         raise CompileError(f"not a JIT mode: {ctx.mode}")
@@ -390,7 +400,12 @@ def _lay_out(trace: Trace, ctx: Context) -> Compiled:
     st = _stencils_of(ctx)
     # pass 1: the optimizer's pieces, and where each label (a jump target
     # with the head materialized) starts
-    lowered, block_ops = _lower(trace, ctx, st)
+    if lowering is None:
+        lowering = _lower(trace, ctx, st)
+    elif lowering.key != _key(ctx):
+        raise CompileError(f"the trace at pc {trace.start} was lowered for other options "
+                           f"{lowering.key} than these {_key(ctx)}")
+    lowered, block_ops = lowering.lowered, lowering.block_ops
     pieces = lowered.pieces
     if ctx.tallies is not None:
         pieces = [optimize.Piece("tally", {"tally": ctx.tallies})] + pieces
