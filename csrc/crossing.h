@@ -1,6 +1,6 @@
 /* The crossings from the interpreter into JIT code: the ENTER_JIT handler of
  * each JIT mode, and the recorder.  (The way back is the exit stubs in
- * jitstubs/exits.py.)  Included at the end of the tail-call interpreter in
+ * peachpy_stencils/exits.py.)  Included at the end of the tail-call interpreter in
  * JIT builds, so it sees sl_table and the dispatch macros.
  *
  *   SL_JIT_SHIM    an ordinary C call to sl_jit_shim (shim.c), which saves
@@ -131,5 +131,5 @@ static SL_PRESERVE_NONE int sl_rec(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table)
 /* for the JIT: where ENTER_JIT's handler is (the jit-table's copy of the table needs it) */
 const void *sl_jit_enter_handler = (const void *)sl_op_ENTER_JIT;
 /* for the JIT: the recorder's table, which a hot side exit dispatches through
- * to record a trace from where it resumes (jitstubs/opt.py, opt:hot-exit) */
+ * to record a trace from where it resumes (peachpy_stencils/opt.py, opt:hot-exit) */
 const void *sl_jit_rec_table = (const void *)sl_rec_table;

@@ -40,7 +40,7 @@ import sys
 import matplotlib.pyplot as plt
 import numpy as np
 
-from jitstubs.asm import assemble
+from peachpy_stencils.asm import assemble
 from peachpy.x86_64 import ADD, MOV, dword, qword, rax
 from shimlab import isolate, oracle, stencil_check, vm
 from shimlab import notebook as nb

@@ -118,7 +118,7 @@ ROWS = [
          "--stencil", "CELL_ADD=CELL_ADD:holey"],
         {"loop.bf": "+++[->+<]", "proto/": "",
          "proto/holey.py": "from peachpy.x86_64 import MOV, eax, al, ADD, byte\n"
-                           "from jitstubs.asm import stencil\n"
+                           "from peachpy_stencils.asm import stencil\n"
                            "@stencil('CELL_ADD:holey')\n"
                            "def holey(a, r):\n"
                            "    a(MOV(eax, a.hole('oparg')), ADD(byte[r.head], al))\n"

@@ -62,7 +62,7 @@ def _text(listing: str) -> str:
 def test_another_order_yields_the_same_stencils_in_other_registers():
     """Every stencil built for a permuted order is the default one with the
     state registers renamed (compared on the disassembly)."""
-    from jitstubs import build
+    from peachpy_stencils import build
     fake_order = ("r15", "r14", "r11", "r12", "rsi", "rdi", "r13")
     fake = contract.state_for(fake_order)
     assert fake != contract.STATE

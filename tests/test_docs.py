@@ -145,7 +145,7 @@ SH_LINES = _sh_lines()
 def _known_variables() -> set[str]:
     """The environment variables the code reads (SHIMLAB_*)."""
     names = set()
-    for folder in ("src", "jitstubs", "scripts"):
+    for folder in ("src", "peachpy_stencils", "scripts"):
         for p in (ROOT / folder).rglob("*"):
             if p.suffix in (".py", ".sh"):
                 names |= set(re.findall(r"\bSHIMLAB_[A-Z_]+\b", p.read_text()))
@@ -375,7 +375,7 @@ def test_the_cli_check_can_fail():
 # -- links and paths --------------------------------------------------------------------
 
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
-REPO_PATH = re.compile(r"`((?:src|tests|csrc|jitstubs|experiments|examples|scripts|docs|"
+REPO_PATH = re.compile(r"`((?:src|tests|csrc|peachpy_stencils|experiments|examples|scripts|docs|"
                        r"bench|jit|interp|cli|frontend|abi)/[\w./-]*)`")
 # where a path in backquotes may be rooted: the checkout, or src/shimlab/
 # (the docs write `jit/trace.py` for src/shimlab/jit/trace.py)

@@ -17,7 +17,7 @@ from conftest import EXAMPLES
 HELLO = str(EXAMPLES / "bf" / "hello.bf")
 # never needed to run a program on an interpreter mode (of the JIT, its defaults alone)
 HEAVY = ("numpy", "matplotlib", "pyperf", "shimlab.bench", "pycparser", "cffi.cparser",
-         "shimlab.jit", "jitstubs", "peachpy", "capstone", "shimlab.notebook",
+         "shimlab.jit", "peachpy_stencils", "peachpy", "capstone", "shimlab.notebook",
          "shimlab.reproduce", "subprocess")
 ALLOWED = ("shimlab.jit", "shimlab.jit.defaults")
 
@@ -86,7 +86,7 @@ def test_a_jit_run_whose_loops_never_get_hot_loads_no_compiler_and_no_stencils()
     nested = str(EXAMPLES / "bf" / "nested.bf")
     p, names = imported("run", nested, "--mode", "jit-direct", "--jit-threshold", "100000000")
     assert p.returncode == 0, p.stderr[-2000:]
-    late = {"shimlab.jit.compile", "shimlab.jit.stencil_store", "shimlab.jit.optimize", "jitstubs",
+    late = {"shimlab.jit.compile", "shimlab.jit.stencil_store", "shimlab.jit.optimize", "peachpy_stencils",
             "peachpy", "capstone", "subprocess"}
     assert not late & names, sorted(late & names)
     p, names = imported("run", nested, "--mode", "jit-direct")

@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("shimlab.oracle", "shimlab.first_difference", "shimlab.frontend", "shimlab.toolchain",
      "shimlab.isolate", "shimlab.childpy", "shimlab.perfcounter", "shimlab.progio"),
     ("shimlab.abi",),                  # vm.h as Python sees it; the register contract
-    ("jitstubs",),                     # the PeachPy stencils, written against shimlab.stencil
+    ("peachpy_stencils",),                     # the PeachPy stencils, written against shimlab.stencil
     ("shimlab.interp",),               # generated C, asm interpreter, builds, the loader
     ("shimlab.jit",),                  # trace, patch, memory, runtime
     ("shimlab.vm",),                   # the loader with the JIT's hooks
@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("shimlab.notebook", "shimlab.reproduce"),
     ("shimlab.cli",),
 ]
-PACKAGES = {"shimlab": ROOT / "src" / "shimlab", "jitstubs": ROOT / "jitstubs"}
+PACKAGES = {"shimlab": ROOT / "src" / "shimlab", "peachpy_stencils": ROOT / "peachpy_stencils"}
 
 
 def module_files() -> dict[str, Path]:
@@ -165,12 +165,12 @@ def test_the_checker_sees_inner_imports_cycles_and_upward_imports(tmp_path):
 
 def test_an_import_inside_a_function_counts(tmp_path):
     src = tmp_path / "m.py"
-    src.write_text("def f():\n    from shimlab import vm\n    import jitstubs.build\n")
+    src.write_text("def f():\n    from shimlab import vm\n    import peachpy_stencils.build\n")
     assert imports_of("shimlab.isa", src, set(module_files())) == {"shimlab.vm",
-                                                                  "jitstubs.build"}
+                                                                  "peachpy_stencils.build"}
 
 
-@pytest.mark.parametrize("folder", ["src", "jitstubs"])
+@pytest.mark.parametrize("folder", ["src", "peachpy_stencils"])
 def test_no_sys_path_edits(folder):
     offenders = [str(p.relative_to(ROOT)) for p in (ROOT / folder).rglob("*.py")
                  if "sys.path" in p.read_text()]

@@ -32,7 +32,7 @@ def test_every_mode_names_things_that_exist():
 
 def test_exit_stencils_of_the_jit_modes_exist():
     pytest.importorskip("peachpy")
-    from jitstubs.build import load_families
+    from peachpy_stencils.build import load_families
     registry = load_families()
     for name in modes.JIT:
         m = modes.get(name)

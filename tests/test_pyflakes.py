@@ -7,7 +7,7 @@ import sys
 
 from conftest import ROOT
 
-TREES = ("src", "jitstubs", "tests", "scripts", "experiments")
+TREES = ("src", "peachpy_stencils", "tests", "scripts", "experiments")
 
 
 def test_pyflakes_is_clean():

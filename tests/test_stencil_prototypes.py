@@ -1,5 +1,5 @@
 """Stencils registered at run time (shimlab.jit.stencil_store.register): what a
-notebook prototypes without writing into jitstubs/.  They must be found by
+notebook prototypes without writing into peachpy_stencils/.  They must be found by
 the oracle test and by the JIT, refuse to shadow built stencils, and go away
 when unregistered; a JIT stencil override must keep inner loops intact."""
 from __future__ import annotations
@@ -23,7 +23,7 @@ needs_jit = pytest.mark.skipif(not JIT_CC, reason="no compiler here builds the J
 
 
 def _assemble(name, variant):
-    from jitstubs.asm import assemble
+    from peachpy_stencils.asm import assemble
     from peachpy.x86_64 import ADD, MOV, dword, qword, rax
 
     def via_rax(a, r):
@@ -104,7 +104,7 @@ def test_the_jit_uses_a_prototype_and_keeps_inner_loops(mode):
             assert out == oracle.run(program).output
 
 
-# ---- prototype modules from files ($SHIMLAB_STENCILS, jitstubs/'s other files) ------------
+# ---- prototype modules from files ($SHIMLAB_STENCILS, peachpy_stencils/'s other files) ------------
 
 @pytest.fixture
 def proto(monkeypatch, tmp_path):
@@ -129,7 +129,7 @@ GOOD = ("from peachpy.x86_64 import ADD, MOV, qword, rax\n"
         "    a(MOV(rax, qword[r.sp - 8]), MOV(qword[r.sp], rax), ADD(r.sp, 8))\n")
 
 
-@pytest.mark.parametrize("imp", ["jitstubs.asm", ".asm"])
+@pytest.mark.parametrize("imp", ["peachpy_stencils.asm", ".asm"])
 def test_a_prototype_module_imports_asm_either_way(proto, imp):
     path = proto("mine", GOOD.format(imp=imp, variant="mine"))
     st = stencil_store.load()
@@ -140,28 +140,28 @@ def test_a_prototype_module_imports_asm_either_way(proto, imp):
 
 
 def test_prototypes_never_enter_the_standard_registry(proto):
-    from jitstubs import asm, build
-    proto("mine", GOOD.format(imp="jitstubs.asm", variant="mine"))
+    from peachpy_stencils import asm, build
+    proto("mine", GOOD.format(imp="peachpy_stencils.asm", variant="mine"))
     assert "DUP:mine" in stencil_store.load()
     assert "DUP:mine" not in asm.REGISTRY and "DUP:mine" not in build.load_families()
 
 
 @pytest.mark.parametrize("text, name, where", [
-    ("from jitstubs.asm import stencil\nnope\n", None, ":2: NameError: name 'nope'"),
+    ("from peachpy_stencils.asm import stencil\nnope\n", None, ":2: NameError: name 'nope'"),
     ("def broken(:\n", None, ":1: SyntaxError"),
-    (GOOD.format(imp="jitstubs.asm", variant="x").replace("rax)", "rbx)"), "DUP:x",
+    (GOOD.format(imp="peachpy_stencils.asm", variant="x").replace("rax)", "rbx)"), "DUP:x",
      ":6: stencil DUP:x: NameError: name 'rbx' is not defined"),
-    (GOOD.format(imp="jitstubs.asm", variant="x").replace("qword[r.sp], rax",
+    (GOOD.format(imp="peachpy_stencils.asm", variant="x").replace("qword[r.sp], rax",
                                                           "qword[r.sp], a.hole('nope')"),
      "DUP:x", ":6: stencil DUP:x: unknown hole kind 'nope'"),
-    ("from jitstubs.asm import stencil\n@stencil('DUP')\ndef f(a, r):\n    pass\n", "DUP",
-     ":2: stencil DUP: jitstubs/ has a stencil of this name already"),
-    ("from jitstubs.asm import stencil\n@stencil('FOO:x')\ndef f(a, r):\n    pass\n", "FOO:x",
+    ("from peachpy_stencils.asm import stencil\n@stencil('DUP')\ndef f(a, r):\n    pass\n", "DUP",
+     ":2: stencil DUP: peachpy_stencils/ has a stencil of this name already"),
+    ("from peachpy_stencils.asm import stencil\n@stencil('FOO:x')\ndef f(a, r):\n    pass\n", "FOO:x",
      ":2: stencil FOO:x: name it INSTRUCTION:variant"),
 ])
 def test_a_broken_prototype_is_one_line_with_file_line_and_stencil(proto, text, name, where):
     path = proto("bad", text)
-    proto("good", GOOD.format(imp="jitstubs.asm", variant="good"))
+    proto("good", GOOD.format(imp="peachpy_stencils.asm", variant="good"))
     st = stencil_store.load()                  # the broken module does not break loading
     assert "DUP:good" in st and "LOAD_INT" in st
     problems = stencil_store.problems()
@@ -176,7 +176,7 @@ def test_a_broken_prototype_is_one_line_with_file_line_and_stencil(proto, text, 
 
 
 def test_two_modules_defining_one_name_are_both_refused(proto):
-    a = proto("a", GOOD.format(imp="jitstubs.asm", variant="twice"))
+    a = proto("a", GOOD.format(imp="peachpy_stencils.asm", variant="twice"))
     b = proto("b", GOOD.format(imp=".asm", variant="twice"))
     assert "DUP:twice" not in stencil_store.load()
     with pytest.raises(StencilError, match=f"{a} and {b} both define it"):
@@ -184,21 +184,21 @@ def test_two_modules_defining_one_name_are_both_refused(proto):
 
 
 def test_a_module_is_built_again_when_it_changes_and_its_cache_pruned(proto):
-    path = proto("mine", GOOD.format(imp="jitstubs.asm", variant="v1"))
+    path = proto("mine", GOOD.format(imp="peachpy_stencils.asm", variant="v1"))
     assert "DUP:v1" in stencil_store.load()
-    proto("mine", GOOD.format(imp="jitstubs.asm", variant="v2"))
+    proto("mine", GOOD.format(imp="peachpy_stencils.asm", variant="v2"))
     st = stencil_store.load()
     assert "DUP:v2" in st and "DUP:v1" not in st
     cache = stencil_store._prototype_cache(path, dict(stencil_store.contract.STATE))
     assert json.loads(cache.read_text())["module"] == str(path)
     path.unlink()
-    other = proto("other", GOOD.format(imp="jitstubs.asm", variant="o"))
+    other = proto("other", GOOD.format(imp="peachpy_stencils.asm", variant="o"))
     assert "DUP:o" in stencil_store.load() and other.exists()
     assert not cache.exists(), "the cache of a module that is gone was kept"
 
 
 def test_register_refuses_the_name_of_a_file_prototype(proto):
-    path = proto("mine", GOOD.format(imp="jitstubs.asm", variant="mine"))
+    path = proto("mine", GOOD.format(imp="peachpy_stencils.asm", variant="mine"))
     with pytest.raises(StencilError, match=f"comes from {re.escape(str(path))}:4 already"):
         stencil_store.register(_assemble("DUP:mine", "rax"))
 
@@ -217,7 +217,7 @@ def test_check_overrides_refuses_what_the_jit_cannot_use(overrides, message):
 
 
 def test_check_overrides_refuses_a_hole_the_jit_leaves_unfilled():
-    from jitstubs.asm import assemble
+    from peachpy_stencils.asm import assemble
 
     def with_branch(a, r):
         a.jcc_hole("e", "branch")

@@ -25,7 +25,7 @@ needs_jit = pytest.mark.skipif(not JIT_CC, reason="no compiler here builds the J
 
 WRONG = '''\
 from peachpy.x86_64 import ADD, INC, MOV, qword, rax
-from jitstubs.asm import stencil
+from peachpy_stencils.asm import stencil
 
 
 @stencil("LOAD_INT:off", "pushes its operand plus one: wrong on purpose")
@@ -33,7 +33,7 @@ def load_int_off(a, r):
     a(MOV(rax, a.hole("oparg")), INC(rax), MOV(qword[r.sp], rax), ADD(r.sp, 8))
 '''
 BROKEN_IMPORT = '''\
-from jitstubs.asm import stencil
+from peachpy_stencils.asm import stencil
 not_defined_anywhere
 
 
@@ -43,7 +43,7 @@ def add_broken(a, r):
 '''
 BROKEN_BODY = '''\
 from peachpy.x86_64 import ADD, MOV, qword, rax
-from jitstubs.asm import stencil
+from peachpy_stencils.asm import stencil
 
 
 @stencil("DUP:fine")
@@ -100,7 +100,7 @@ def test_the_howto_example_is_what_the_test_runs():
     name, source, commands = howto_example()
     assert (ROOT / "examples" / "stencils" / name).read_text() == source, \
         "examples/stencils/ ships the how-to's example as it stands"
-    assert "from jitstubs.asm import stencil" in source and "@stencil(" in source
+    assert "from peachpy_stencils.asm import stencil" in source and "@stencil(" in source
     assert [c[:3] for c in commands if c[1] == "stencils"] == [
         ["shimlab", "stencils", "test"], ["shimlab", "stencils", "show"],
         ["shimlab", "stencils", "compare"]]
@@ -112,8 +112,8 @@ def test_the_howto_example_is_what_the_test_runs():
 @pytest.mark.parametrize("imports", ["as written", "relative"])
 def test_the_howto_example_works_unchanged_from_an_outside_folder(tmp_path, imports):
     name, source, commands = howto_example()
-    if imports == "relative":       # what jitstubs/'s own families write
-        source = source.replace("from jitstubs.asm import", "from .asm import")
+    if imports == "relative":       # what peachpy_stencils/'s own families write
+        source = source.replace("from peachpy_stencils.asm import", "from .asm import")
     folder = tmp_path / "my stencils"
     folder.mkdir()
     (folder / name).write_text(source)

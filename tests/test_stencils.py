@@ -1,4 +1,4 @@
-"""The PeachPy stencils: the hole checks of jitstubs.asm, patching in
+"""The PeachPy stencils: the hole checks of peachpy_stencils.asm, patching in
 jit.compile, the artifact jit.stencil_store loads, the stencil tester and the
 `shimlab stencils` commands."""
 from __future__ import annotations
@@ -15,9 +15,9 @@ import pytest
 pytest.importorskip("peachpy")
 
 from conftest import ROOT, interpreter_configs  # noqa: E402
-from jitstubs import asm  # noqa: E402
-from jitstubs import build as stub_build  # noqa: E402
-from jitstubs.asm import PLACEHOLDER, AsmError, Hole, Stencil  # noqa: E402
+from peachpy_stencils import asm  # noqa: E402
+from peachpy_stencils import build as stub_build  # noqa: E402
+from peachpy_stencils.asm import PLACEHOLDER, AsmError, Hole, Stencil  # noqa: E402
 from peachpy.x86_64 import ADD, MOV, eax, ecx, rax  # noqa: E402
 from shimlab import isa, isolate, modes  # noqa: E402
 from shimlab.jit import stencil_store  # noqa: E402
@@ -43,7 +43,7 @@ def _jit_cc():
 JIT_CC = _jit_cc()
 
 
-# ---- jitstubs.asm: every hole found exactly once ------------------------------------------
+# ---- peachpy_stencils.asm: every hole found exactly once ------------------------------------------
 
 def _p32(kind):
     return PLACEHOLDER[kind]

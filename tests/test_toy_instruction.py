@@ -1,8 +1,8 @@
 """isa.py is the one table: a toy instruction added there (and its stencil in
-a jitstubs/ family) reaches every generated file and every table derived
+a peachpy_stencils/ family) reaches every generated file and every table derived
 from it, and runs on the C, asm and JIT interpreters as the oracle says.
 
-The toy goes into a copy of the tree (src/, csrc/, jitstubs/, the tests' program strategies),
+The toy goes into a copy of the tree (src/, csrc/, peachpy_stencils/, the tests' program strategies),
 never into this checkout; everything is asked of that copy in child processes.
 """
 from __future__ import annotations
@@ -99,7 +99,7 @@ print("ok")
 def toy_tree(tmp_path_factory):
     tree = tmp_path_factory.mktemp("toy")
     skip = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    for d in ("src", "csrc", "jitstubs"):
+    for d in ("src", "csrc", "peachpy_stencils"):
         shutil.copytree(ROOT / d, tree / d, ignore=skip)
     (tree / "tests").mkdir()
     for name in ("strategies.py", "minipy_gen.py"):
@@ -109,7 +109,7 @@ def toy_tree(tmp_path_factory):
     anchor = "PACKED_CELL = "
     assert anchor in text
     isa_py.write_text(text.replace(anchor, TOY_ISA + anchor, 1))
-    with open(tree / "jitstubs" / "arith.py", "a") as f:
+    with open(tree / "peachpy_stencils" / "arith.py", "a") as f:
         f.write(TOY_STENCIL)
     (tree / "toy.slbc").write_text(json.dumps(PROGRAM))
     return tree

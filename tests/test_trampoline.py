@@ -1,5 +1,5 @@
 """jit-trampoline: traces in another register order than the interpreter's,
-and stubs that move every register at each crossing (jitstubs/trampoline.py).
+and stubs that move every register at each crossing (peachpy_stencils/trampoline.py).
 
 The stubs are read back with capstone (shimlab.disasm) and run symbolically:
 each must leave every contract value and every cached value in the other

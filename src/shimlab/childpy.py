@@ -18,7 +18,7 @@ from . import isolate, paths
 
 def env(checkout: str | None = None, **extra: str) -> dict[str, str]:
     """os.environ plus `extra`, with this checkout (or the one at `checkout`)
-    first on PYTHONPATH (src/ for shimlab, the root for jitstubs), so a child
+    first on PYTHONPATH (src/ for shimlab, the root for peachpy_stencils), so a child
     imports that code even where shimlab is not installed."""
     out = dict(os.environ, **extra)
     root = Path(checkout) if checkout else paths.ROOT

@@ -185,7 +185,7 @@ class Instr(Frozen):
     # Python semantics: fn(state, arg) -> next pc or None to fall through.
     py: Callable
     # Why it has no stencil, when it has none ("" when it has one, in a
-    # jitstubs/ family): the JIT ends a trace at it, and the asm interpreter
+    # peachpy_stencils/ family): the JIT ends a trace at it, and the asm interpreter
     # runs its C tail-call handler instead of a PeachPy one.
     no_stencil: str = ""
     # How an IMM operand packs several fields ("" when it is one number):

@@ -1,6 +1,6 @@
 """The stencil model: a stencil's bytes, its holes, and what each hole kind means.
 
-Every producer (the PeachPy stencils in jitstubs/, the compiler-built ones in
+Every producer (the PeachPy stencils in peachpy_stencils/, the compiler-built ones in
 jit/clang_stencils.py) makes these records and every consumer (the JIT's patcher,
 the asm interpreter, the stencil tools) reads them; none imports a producer.
 """

@@ -38,7 +38,7 @@ OPARG_OFFSET = 4
 # rcx (shift counts), r8 as plain scratch, and r9/r10 hold the operand in the
 # asm interpreter.  A contract that puts VM state in one of them cannot be
 # served by these stencils, and says so instead of miscompiling.  The trace
-# optimizer's level 3 keeps minipy locals in r9, r10 and rbx (jitstubs/fused.py),
+# optimizer's level 3 keeps minipy locals in r9, r10 and rbx (peachpy_stencils/fused.py),
 # which this keeps out of every contract too (rbx is no argument register).
 STENCIL_SCRATCH = ("rax", "rcx", "rdx", "r8", "r9", "r10")
 
@@ -171,7 +171,7 @@ def _probe_order(path: str) -> tuple[str, ...]:
 # With K cached values the handlers take 6 + K arguments: the state, then the
 # operand stack's top K (c0 the top).  They land in the argument registers
 # after the state's; CACHE is where clang 19 and 22 put them (the exit stubs
-# of jitstubs/exits.py reload them there).
+# of peachpy_stencils/exits.py reload them there).
 
 CACHE = PRESERVE_NONE_ARGS[len(STATE):]
 
@@ -237,7 +237,7 @@ def max_cache(cc: str | None = None) -> int:
 # and none leaves the registers the stencils can serve.  Each state value goes
 # to the register of the next one (ip to sp's, ..., table to ip's), each
 # cached value c_j to CACHE[j + 1] (c4 wraps round to c0's); the trampoline
-# stubs (jitstubs/trampoline.py) move them there on entry and back on exit.
+# stubs (peachpy_stencils/trampoline.py) move them there on entry and back on exit.
 
 ORDERS = ("", "rotated")             # "": the traces use the interpreter's registers
 CACHE_REGS = CACHE[:CACHE.index("rax")]    # the registers K = 1..5 cached values can use

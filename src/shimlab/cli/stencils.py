@@ -25,7 +25,7 @@ def add_parser(sub, help_text: str) -> None:
                       help="seed of the random states (default 0)")
     test.add_argument("--cc", help="compiler for the harness (default: the best one found)")
     test.add_argument("--source", choices=("peachpy", "clang"), default="peachpy",
-                      help="PeachPy stencils (jitstubs/) or ones compiled from isa.py's C by --cc")
+                      help="PeachPy stencils (peachpy_stencils/) or ones compiled from isa.py's C by --cc")
     test.set_defaults(fn=cmd_test)
     cmp_ = s.add_parser("compare", help="PeachPy against compiler-built stencils, or two "
                         "stencils of one instruction (A B): code size and cycles per "

@@ -7,8 +7,8 @@ links with the tail-call interpreter's C handlers (the fallbacks below).
 """
 from __future__ import annotations
 
-from jitstubs import asm as jasm
-from jitstubs.build import load_families
+from peachpy_stencils import asm as jasm
+from peachpy_stencils.build import load_families
 
 from .. import isa
 from ..abi import contract
@@ -158,7 +158,7 @@ def handler(ins: isa.Instr, registry: dict, regs: jasm.Regs, count_offset) -> tu
                              "body; give it a no_stencil reason in isa.py to use the C handler")
         stencil = _stencil_for(ins, registry)
         if stencil is None:
-            raise BuildError(f"asm interpreter: {ins.name} has no stencil in jitstubs/ to build "
+            raise BuildError(f"asm interpreter: {ins.name} has no stencil in peachpy_stencils/ to build "
                              "its handler from; write one, or give it a no_stencil "
                              "reason in isa.py (C_HANDLERS) to use the C handler")
         registry[stencil][0](a, regs)

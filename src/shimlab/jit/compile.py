@@ -135,7 +135,7 @@ def _reloads(ctx: Context, ex: Exit) -> list[str]:
 def _stubs(mode: modes.Mode) -> set[str]:
     """The stencils of a mode's crossings that a trace in another register
     order takes from the interpreter's artifact (less their :kK suffix): they
-    are written against both orders (jitstubs/trampoline.py)."""
+    are written against both orders (peachpy_stencils/trampoline.py)."""
     return {mode.entry_stencil, mode.exit_stencil, mode.count_exit_stencil,
             mode.handler_exit_stencil, mode.handler_exit_stencil + ":far",
             "opt:hot-exit:trampoline", "opt:hot-exit:trampoline:count"}

@@ -1,7 +1,7 @@
 """The trace optimizer's stack machine (level 2): minipy's operand stack kept
 virtual inside a trace, so an instruction takes its operands where they are
 (a local, an immediate, the cached top of stack in a register) and leaves
-its result in that register; the stencils are jitstubs/fused.py's.
+its result in that register; the stencils are peachpy_stencils/fused.py's.
 
 Entries are ("s",) on the memory stack, ("l", index), ("i", value) or ("r",)
 in TOS, or ("c", register): a value the trace was entered with in that
@@ -38,7 +38,7 @@ TAKES = frozenset(TRANSPARENT | {"LOAD_LOCAL", "LOAD_INT", "POP", "STORE_LOCAL"}
 
 def magic(d: int) -> tuple[int, int]:
     """For a divisor 2 <= d < 2**31: (m, s) with u // d == (u * m >> 64) >> s
-    for every 0 <= u < 2**63 (jitstubs/fused.py's opt:FLOORDIV:*m).  With
+    for every 0 <= u < 2**63 (peachpy_stencils/fused.py's opt:FLOORDIV:*m).  With
     l = ceil(log2 d), s = l - 1 and m = ceil(2**(63 + l) / d): m * d exceeds
     2**(63 + l) by less than d <= 2**l, the bound that makes a 63-bit
     dividend exact, and m < 2**64."""

@@ -1,5 +1,5 @@
 """The trace optimizer's level 3: minipy's hottest locals kept in registers
-across a loop trace (a pass over level 2's pieces, jitstubs/fused.py's
+across a loop trace (a pass over level 2's pieces, peachpy_stencils/fused.py's
 kinds x, y, z: rbx, r9, r10).
 
 A loop trace (closed, or with an inner loop) loads up to three locals into
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from .fuse import ARITH, BY_IMM
 
-REGISTERS = "xyz"        # jitstubs/fused.py REGS: rbx, r9, r10
+REGISTERS = "xyz"        # peachpy_stencils/fused.py REGS: rbx, r9, r10
 _TWO = ARITH | {"MUL", "cmp"} | set(BY_IMM)       # opt:OP:pair stencils
 
 

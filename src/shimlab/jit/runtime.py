@@ -49,7 +49,7 @@ class Jit:
         traces before the first run (benchmarks place their crossings so);
         record=False: never record hot loops; stencils: {"DUP": "DUP:mine"}
         uses another stencil for an instruction (prototypes); source: where the
-        instruction stencils come from, "peachpy" (jitstubs/) or "clang"
+        instruction stencils come from, "peachpy" (peachpy_stencils/) or "clang"
         (compiled from isa.py's C bodies by the interpreter's compiler);
         entry_sites (jit-direct-sites): how many copies of ENTER_JIT the traces
         share, trace k entering through copy k mod entry_sites (default: all);

@@ -1,6 +1,6 @@
-"""Loads the stencil artifact that jitstubs/build.py writes, rebuilding it
+"""Loads the stencil artifact that peachpy_stencils/build.py writes, rebuilding it
 when any of its inputs changed (the artifact is headed by their hash), and
-the prototype modules one by one (jitstubs/'s other files, $SHIMLAB_STENCILS),
+the prototype modules one by one (peachpy_stencils/'s other files, $SHIMLAB_STENCILS),
 each cached apart, so a broken one fails only the runs that select it.
 
 A prototype can also be registered at run time (register, extra_stencils):
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-import jitstubs.build
+import peachpy_stencils.build
 
 from .. import isa
 from ..abi import contract
@@ -77,9 +77,9 @@ def _merged(items: tuple) -> dict:
 
 @lru_cache(maxsize=None)
 def _load(items: tuple) -> dict:
-    """The standard stencils (jitstubs/'s families), from the artifact."""
+    """The standard stencils (peachpy_stencils/'s families), from the artifact."""
     state = dict(items)
-    build = jitstubs.build
+    build = peachpy_stencils.build
     build.require_peachpy()
     path = artifact_path(state)
     want = build.input_hash(state)
@@ -97,7 +97,7 @@ def _load(items: tuple) -> dict:
     return {name: Stencil.from_json(d) for name, d in data["stencils"].items()}
 
 
-# -- prototypes from files: jitstubs/'s other modules and $SHIMLAB_STENCILS ---------
+# -- prototypes from files: peachpy_stencils/'s other modules and $SHIMLAB_STENCILS ---------
 
 @dataclass
 class Prototypes:
@@ -115,7 +115,7 @@ def _prototype_cache(path: Path, state: dict) -> Path:
 
 def _build_module(path: Path, state: dict) -> dict:
     """One module's stencils and errors, from its cache file when current."""
-    build = jitstubs.build
+    build = peachpy_stencils.build
     cache = _prototype_cache(path, state)
     try:
         want = build.prototype_hash(path, state)
@@ -152,11 +152,11 @@ def _prototypes(items: tuple) -> Prototypes:
     state = dict(items)
     out = Prototypes()
     seen: dict = {}
-    for path in jitstubs.build.prototype_modules():
+    for path in peachpy_stencils.build.prototype_modules():
         try:
             data = _build_module(path, state)
         except StencilError as e:
-            out.broken.append((str(e), jitstubs.build.declared_names(path)))
+            out.broken.append((str(e), peachpy_stencils.build.declared_names(path)))
             continue
         for name, why in data["errors"].items():
             out.problems[name] = why
@@ -170,7 +170,7 @@ def _prototypes(items: tuple) -> Prototypes:
         base, _, variant = name.partition(":")
         why = None
         if name in standard:
-            why = (f"jitstubs/ has a stencil of this name already: name the prototype "
+            why = (f"peachpy_stencils/ has a stencil of this name already: name the prototype "
                    f"{base}:mine or the like")
         elif base not in isa.BY_NAME or not variant:
             why = ("name it INSTRUCTION:variant (e.g. DUP:mine) after the VM instruction "
@@ -193,7 +193,7 @@ load.cache_clear = _clear     # forget loaded artifacts and prototypes (tests, a
 
 
 def standard(state: dict | None = None) -> dict:
-    """The standard stencils only (jitstubs/'s families), name -> Stencil."""
+    """The standard stencils only (peachpy_stencils/'s families), name -> Stencil."""
     return _load(_items(state))
 
 
@@ -317,7 +317,7 @@ def placeholders() -> dict[str, int]:
 
 
 def register(stencil):
-    """Adds an assembled stencil (jitstubs.asm.assemble checked its holes) for
+    """Adds an assembled stencil (peachpy_stencils.asm.assemble checked its holes) for
     this process and children forked from it; returns it, disassembled.
 
     Its name is INSTRUCTION:variant, as for a built variant, so that
@@ -326,14 +326,14 @@ def register(stencil):
     a prototype never silently replaces a built stencil.  Registering a name
     again replaces the earlier prototype (a notebook cell run twice)."""
     if not isinstance(stencil, Stencil):
-        raise StencilError(f"register wants a shimlab.stencil.Stencil (from jitstubs.asm.assemble), "
+        raise StencilError(f"register wants a shimlab.stencil.Stencil (from peachpy_stencils.asm.assemble), "
                            f"not {type(stencil).__name__}")
     base, _, variant = stencil.name.partition(":")
     if base not in isa.BY_NAME or not variant:
         raise StencilError(f"stencil {stencil.name!r}: name it INSTRUCTION:variant "
                            f"(e.g. DUP:mine) after the VM instruction it implements")
     if stencil.name in _load(_items(None)):
-        raise StencilError(f"stencil {stencil.name} is built from jitstubs/ already: register "
+        raise StencilError(f"stencil {stencil.name} is built from peachpy_stencils/ already: register "
                            f"the prototype under another variant name")
     where = origin(stencil.name)
     if where:

@@ -47,7 +47,7 @@ def copyadd(a, r):
 
 
 def _check(a, r, keep_rcx=False):
-    # rax and rcx only: rdx may hold a cached stack value (jitstubs/fused.py)
+    # rax and rcx only: rdx may hold a cached stack value (peachpy_stencils/fused.py)
     a(MOV(rax, r.head), SUB(rax, qword[r.vm + vm_offset("tape")]),
       LEA(rcx, [rax + a.hole("cell")]), ADD(rax, a.hole("cell2")),
       CMP(rcx, rax), CMOVB(rcx, rax), CMP(rcx, qword[r.vm + vm_offset("tape_len")]))

@@ -1,5 +1,5 @@
 """Builds the stencils: the standard families into the artifact the JIT
-loads, and each prototype module (jitstubs/'s other files, $SHIMLAB_STENCILS)
+loads, and each prototype module (peachpy_stencils/'s other files, $SHIMLAB_STENCILS)
 on its own, so that a broken prototype fails only the runs that select it.
 
 The artifact (JSON) holds each stencil's bytes, its hole table and an
@@ -56,7 +56,7 @@ def input_hash(state: dict | None = None) -> str:
 
 
 def prototype_modules() -> list[Path]:
-    """Prototype stencil modules: any other *.py in jitstubs/, then every *.py
+    """Prototype stencil modules: any other *.py in peachpy_stencils/, then every *.py
     in the directories $SHIMLAB_STENCILS names (separated like PATH; a file
     there counts as itself).  A name that is neither is kept, so that loading
     it says what is wrong with it."""
@@ -79,9 +79,9 @@ def load_families() -> dict:
     once.  The stencil functions take the registers as an argument, so one
     registry serves every register assignment.  Prototypes are not in it."""
     require_peachpy()
-    mods = {f"jitstubs.{fam}" for fam in FAMILIES}
+    mods = {f"peachpy_stencils.{fam}" for fam in FAMILIES}
     for fam in FAMILIES:
-        importlib.import_module(f"jitstubs.{fam}")
+        importlib.import_module(f"peachpy_stencils.{fam}")
     return {name: entry for name, entry in asm.REGISTRY.items() if entry[0].__module__ in mods}
 
 
@@ -125,8 +125,8 @@ def declared_names(path: Path) -> list[str]:
 def load_prototype(path: Path) -> dict:
     """The stencils one prototype module registers, name -> (fn, doc).
 
-    The module runs as jitstubs.<something> (so `from .asm import stencil`
-    works as in jitstubs/ itself, and so does `from jitstubs.asm import ...`)
+    The module runs as peachpy_stencils.<something> (so `from .asm import stencil`
+    works as in peachpy_stencils/ itself, and so does `from peachpy_stencils.asm import ...`)
     against a registry of its own: its names never collide with another
     module's at import, and a module that fails leaves nothing behind.
     Loaded again only when its source changed (a notebook editing it)."""
@@ -142,10 +142,10 @@ def load_prototype(path: Path) -> dict:
         return _loaded[path][1]
     require_peachpy()
     here = Path(__file__).parent
-    name = f"jitstubs.{path.stem}" if path.parent == here else \
-        f"jitstubs._prototype_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}_{path.stem}"
+    name = f"peachpy_stencils.{path.stem}" if path.parent == here else \
+        f"peachpy_stencils._prototype_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}_{path.stem}"
     module = types.ModuleType(name)
-    module.__file__, module.__package__ = str(path), "jitstubs"
+    module.__file__, module.__package__ = str(path), "peachpy_stencils"
     own: dict = {}
     saved, asm.REGISTRY = asm.REGISTRY, own     # @stencil registers into asm.REGISTRY
     sys.modules[name] = module
@@ -205,7 +205,7 @@ def build_all(state: dict | None = None) -> dict:
         s = asm.assemble(name, fn, doc, regs)
         d = _described(s)
         stencils[name] = d
-    return {"generated_by": "jitstubs.build -- do not edit", "hash": input_hash(state),
+    return {"generated_by": "peachpy_stencils.build -- do not edit", "hash": input_hash(state),
             "contract": dict(state or contract.STATE),
             "placeholders": {k: hex(v) for k, v in PLACEHOLDER.items()},
             "stencils": stencils}
