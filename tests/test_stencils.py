@@ -3,7 +3,6 @@ jit.compile, the artifact jit.stencil_store loads, the stencil tester and the
 `shimlab stencils` commands."""
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import signal
@@ -20,6 +19,7 @@ from peachpy_stencils import build as stub_build  # noqa: E402
 from peachpy_stencils.asm import PLACEHOLDER, AsmError, Hole, Stencil  # noqa: E402
 from peachpy.x86_64 import ADD, MOV, eax, ecx, rax  # noqa: E402
 from shimlab import isa, isolate, modes  # noqa: E402
+from shimlab.record import replace  # noqa: E402
 from shimlab.jit import stencil_store  # noqa: E402
 from shimlab.jit.compile import CompileError, Context, compile_trace  # noqa: E402
 from shimlab.jit.trace import Trace, TraceOp  # noqa: E402
@@ -279,7 +279,7 @@ def test_run_stencil_detects_a_wrong_stencil(monkeypatch, victim, impostor):
     from shimlab import stencil_check
     real = stencil_store.load()
     fake = dict(real)
-    fake[victim] = dataclasses.replace(real[impostor], name=victim)
+    fake[victim] = replace(real[impostor], name=victim)
     monkeypatch.setattr(stencil_store, "load", lambda *args, **kwargs: fake)
     failures = _in_child(stencil_check.run_stencil, victim, 40, 0, JIT_CC)
     assert failures, f"{victim} with {impostor}'s code passed"

@@ -14,12 +14,12 @@ from __future__ import annotations
 import re
 import struct
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .. import modes
 from ..abi import contract
 from ..errors import ShimlabError
+from ..record import field, record
 from . import optimize
 from . import stencil_store
 from .trace import Trace
@@ -32,7 +32,7 @@ class CompileError(ShimlabError):
     pass
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Exit:
     pc: int                  # bytecode instruction to resume at
     uncount: int | None      # count builds: opcode whose count a deopt takes back
@@ -41,7 +41,7 @@ class Exit:
     kept: bool = False       # --cache K: leaves with the K values in registers, not spilled
 
 
-@dataclass
+@record
 class Context:
     """What patching needs to know about the VM and the process."""
     mode: str
@@ -66,7 +66,7 @@ class Context:
     _stencils: dict | None = field(default=None, init=False, repr=False, compare=False)
 
 
-@dataclass
+@record
 class Compiled:
     code: bytes
     body_size: int
@@ -275,7 +275,7 @@ def _count_blocks(lowered, st: dict, blocks: int) -> list[int]:
     return ops
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Lowering:
     """The optimizer's result for one trace, as compiling it needs it: its
     pieces (optimize.Lowered) and --stats's VM instructions per block, for
@@ -375,7 +375,7 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None,
     return place(c, base)
 
 
-@dataclass
+@record
 class _Layout:
     """A trace laid out but not patched: what place() patches it from."""
     ctx: Context
@@ -469,7 +469,7 @@ def _lay_out(trace: Trace, ctx: Context, lowering: Lowering | None) -> Compiled:
     return Compiled(bytes(size), body, slot, list(exits), [], layout=layout, slot_at=slot_at)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Shape:
     """What patching needs of one stencil, worked out once per stencil."""
     code: bytes

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import replace
 
 from .. import isa
 from ..errors import JitError
+from ..record import replace
 from .memory import CodeMemory, MemoryError_
 from .report import JitStats, TraceInfo
 from .trace import Trace

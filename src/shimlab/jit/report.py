@@ -3,12 +3,12 @@ JitStats, the --stats report and the traces' time by phase (record,
 optimize, compile).  Numpy-free: a run's --stats imports it."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 
 from .. import fits, isa
+from ..record import field, record
 
 
-@dataclass
+@record
 class TraceInfo:
     index: int
     start: int
@@ -52,7 +52,7 @@ class TraceInfo:
                                                   for i in range(len(self.exits))]
 
 
-@dataclass
+@record
 class JitStats:
     traces: list[TraceInfo] = field(default_factory=list)
     declined: list[tuple[int, str]] = field(default_factory=list)   # (header pc, why)

@@ -9,11 +9,9 @@ artifact or the source tree, and the JIT and `stencil_check` find it by name
 like a built stencil.  This is how a notebook tries a stencil out."""
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -22,6 +20,7 @@ import peachpy_stencils.build
 from .. import isa
 from ..abi import contract
 from ..paths import build_root
+from ..record import field, record, replace
 from ..stencil import PLACEHOLDER, Stencil, StencilError, disassemble
 
 
@@ -80,7 +79,6 @@ def _load(items: tuple) -> dict:
     """The standard stencils (peachpy_stencils/'s families), from the artifact."""
     state = dict(items)
     build = peachpy_stencils.build
-    build.require_peachpy()
     path = artifact_path(state)
     want = build.input_hash(state)
     data = None
@@ -99,7 +97,7 @@ def _load(items: tuple) -> dict:
 
 # -- prototypes from files: peachpy_stencils/'s other modules and $SHIMLAB_STENCILS ---------
 
-@dataclass
+@record
 class Prototypes:
     stencils: dict = field(default_factory=dict)   # name -> Stencil, the usable ones
     origin: dict = field(default_factory=dict)     # name -> "file:line"
@@ -340,8 +338,7 @@ def register(stencil):
         raise StencilError(f"stencil {stencil.name} comes from {where} already: register "
                            f"the prototype under another variant name")
     if not stencil.disassembly:
-        stencil = dataclasses.replace(stencil,
-                                      disassembly=disassemble(stencil.code, stencil.holes))
+        stencil = replace(stencil, disassembly=disassemble(stencil.code, stencil.holes))
     _extra[stencil.name] = stencil
     return stencil
 
