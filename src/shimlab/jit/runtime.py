@@ -135,10 +135,10 @@ class Jit:
         self._t0: int | None = None       # when the recording being compiled was handed over
 
     def _ready(self) -> None:
-        """The stencils loaded (or built) and what compiling needs of them
-        worked out (each one's holes, the exit slots' size), once, before
-        the first trace: so a trace's compile time is its own.  Their time is
-        the JIT's start (stats.start_ns)."""
+        """The stencils loaded (or built) and the exit slots' size worked
+        out, once, before the first trace: so a trace's compile time is its
+        own (but for a few microseconds the first time it uses a stencil,
+        compile._shape).  Their time is the JIT's start (stats.start_ns)."""
         if self.ready:
             return
         t0 = time.thread_time_ns()
