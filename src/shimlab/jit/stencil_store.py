@@ -93,6 +93,7 @@ def _load(items: tuple) -> dict:
     if raw is not None:
         st = _from_prepared(path, raw, want)
         if st is not None:
+            _DIGESTS[items] = hashlib.sha1(raw).hexdigest()
             return st
     data = None
     if raw is not None:
@@ -112,7 +113,25 @@ def _load(items: tuple) -> dict:
     st = {name: Stencil.from_json(d) for name, d in data["stencils"].items()}
     if raw is not None:
         _write_prepared(path, raw, want, st)
+        _DIGESTS[items] = hashlib.sha1(raw).hexdigest()
     return st
+
+
+# state items -> SHA-1 of the artifact's bytes the standard stencils were read from
+_DIGESTS: dict = {}
+
+
+def digest(state: dict | None = None) -> str | None:
+    """Which artifact the standard stencils came from (the SHA-1 of its bytes;
+    None if unknown): what jit/trace_cache.py's traces were made with."""
+    items = _items(state)
+    _load(items)
+    return _DIGESTS.get(items)
+
+
+def registered() -> bool:
+    """Whether any stencil is registered at run time (register)."""
+    return bool(_extra)
 
 
 # -- the artifact's prepared form ----------------------------------------------------
@@ -258,6 +277,7 @@ def _prototypes(items: tuple) -> Prototypes:
 
 def _clear() -> None:
     _load.cache_clear()
+    _DIGESTS.clear()
     _prototypes.cache_clear()
     _MERGED.clear()
 
