@@ -55,6 +55,7 @@ CASES = [
     (["bench", "programs", "--no-whole"], "--no-whole applies to --corpus only"),
     (["bench", "programs", "--mode", "jit-shim"], "--mode applies to --corpus only"),
     (["bench", "programs", "--before", "."], "--before applies to --corpus only"),
+    (["bench", "programs", "--trace-cache"], "--trace-cache applies to --corpus only"),
     (["bench", "programs", "--corpus", "--before", "nowhere"], "no .venv/bin/python there"),
     (["bench", "programs", "--corpus", "--workload", "nope.bf"], "not in the corpus: nope.bf"),
     (["bench", "programs", "--corpus", "--stencil", "CELL_ADD=CELL_ADD:rmw"],

@@ -363,3 +363,31 @@ def test_run_keeps_plans_by_default_and_stats_says_so(tmp_path):
     assert run("--no-trace-cache") == ["  trace cache: off (every trace optimized and laid out)"]
     import pathlib
     pathlib.Path(second[0].rsplit("(", 1)[1].rstrip(")")).unlink()
+
+
+# ---- the benchmarks say whether it was on ------------------------------------------------
+
+def test_bench_whole_processes_run_with_the_cache_as_configured(monkeypatch):
+    """bench programs --corpus: whole processes with the trace cache off
+    (every process compiles every trace) unless --trace-cache; a JIT
+    configuration with it on has a key and a label of its own."""
+    from shimlab.bench import corpus_report, harness, whole
+    entries = corpus_report.entries_for(["mandel.bf"])
+    for on in (False, True):
+        cfgs = corpus_report.configs(entries, "cc", ["tailcall", "jit-direct"], [3], [0, 1],
+                                     whole=True, trace_cache=on)
+        jit_whole = [c for c in cfgs if c.mode == "jit-direct" and c.whole]
+        assert jit_whole and all(c.trace_cache == on for c in jit_whole)
+        assert not any(c.trace_cache for c in cfgs if c.mode == "tailcall" or not c.whole)
+        assert all(c.key.endswith("/tc") == on for c in jit_whole)
+        assert all(("tc" in corpus_report.label(c)) == on for c in jit_whole)
+        assert ("trace_cache" in jit_whole[0].describe()) == on
+        seen = {}
+
+        def one(cmd, stdin, env):
+            seen["env"] = env.get("SHIMLAB_TRACE_CACHE")
+            return 1, 1, b""
+        monkeypatch.setattr(whole, "_one", one)
+        whole.run_job({**jit_whole[0].job(0, 1, None)})
+        assert seen["env"] == ("1" if on else "0")
+    assert harness.Config("programs", "x.bf", "jit-direct", "cc").trace_cache is False
