@@ -15,18 +15,14 @@ from typing import Callable
 
 from shimlab.abi import vmh
 from shimlab.abi.contract import STATE as DEFAULT_STATE
-from shimlab.stencil import (HOLE_WIDTH, PLACEHOLDER, REL32, Hole, Stencil, StencilError,
-                             find_holes)
+from shimlab.stencil import (HOLE_WIDTH, PLACEHOLDER, REL32, AsmError, Hole, Stencil,
+                             StencilError, find_holes)
 
 __all__ = ["Asm", "AsmError", "Regs", "stencil", "assemble", "low32", "addend", "vm_offset",
            "Hole", "Stencil", "HOLE_WIDTH", "PLACEHOLDER", "REL32", "REGISTRY"]
 
 CC = {"o": 0, "no": 1, "b": 2, "ae": 3, "e": 4, "z": 4, "ne": 5, "nz": 5, "be": 6, "a": 7,
       "s": 8, "ns": 9, "l": 0xC, "ge": 0xD, "le": 0xE, "g": 0xF}
-
-
-class AsmError(StencilError):
-    pass
 
 
 @dataclass

@@ -15,26 +15,27 @@ import json
 import os
 import re
 import sys
-import traceback
 import types
 from pathlib import Path
 
-from shimlab import disasm, paths
+from shimlab import paths
 from shimlab.atomicfile import write_atomic
 from shimlab.abi import contract
-from shimlab.stencil import PLACEHOLDER, disassemble
+from shimlab.stencil import PLACEHOLDER, AsmError, disassemble
 
-from . import asm
+# The assembler (and with it PeachPy, dataclasses, typing), capstone and
+# traceback are imported by the functions that build: a JIT run whose
+# artifact is current only hashes the inputs and lists the prototypes.
 
 FAMILIES = ("stack", "arith", "branch", "tape", "idioms", "opt", "fused", "exits", "trampoline", "cache")
 _NOT_STENCILS = ("__init__", "asm", "build")
 
 
-class PeachPyMissing(asm.AsmError):
+class PeachPyMissing(AsmError):
     pass
 
 
-class PrototypeError(asm.AsmError):
+class PrototypeError(AsmError):
     """A prototype module that did not load: one line, file and line first."""
 
 
@@ -79,6 +80,7 @@ def load_families() -> dict:
     once.  The stencil functions take the registers as an argument, so one
     registry serves every register assignment.  Prototypes are not in it."""
     require_peachpy()
+    from . import asm
     mods = {f"peachpy_stencils.{fam}" for fam in FAMILIES}
     for fam in FAMILIES:
         importlib.import_module(f"peachpy_stencils.{fam}")
@@ -92,6 +94,7 @@ _loaded: dict[Path, tuple[str, dict]] = {}     # path -> (hash of its source, it
 
 def _where(path: Path, e: BaseException, fallback: int | None = None) -> str:
     """path:line of the innermost frame of `e` in `path` (a SyntaxError's own line)."""
+    import traceback
     line = e.lineno if isinstance(e, SyntaxError) and e.filename == str(path) else None
     chain = []
     while e is not None and len(chain) < 8:       # an error re-raised `from None` too
@@ -141,6 +144,7 @@ def load_prototype(path: Path) -> dict:
     if path in _loaded and _loaded[path][0] == digest:
         return _loaded[path][1]
     require_peachpy()
+    from . import asm
     here = Path(__file__).parent
     name = f"peachpy_stencils.{path.stem}" if path.parent == here else \
         f"peachpy_stencils._prototype_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}_{path.stem}"
@@ -169,6 +173,7 @@ def build_prototypes(path: Path, state: dict | None = None) -> dict:
     """{"hash", "stencils": name -> stencil JSON, "errors": name -> one line}
     for one prototype module; PrototypeError when the module does not load.
     A stencil that does not assemble is an error of that stencil only."""
+    from . import asm
     registry = load_prototype(path)
     regs = asm.Regs.of(state)
     stencils, errors = {}, {}
@@ -191,6 +196,7 @@ def build_prototypes(path: Path, state: dict | None = None) -> dict:
 
 def _described(s) -> dict:
     """A stencil's JSON with what is read off its code once, at build time."""
+    from shimlab import disasm
     d = s.to_json()
     d["disassembly"] = disassemble(s.code, s.holes)
     d["flags_in"] = disasm.reads_flags_first(s.code)
@@ -198,6 +204,7 @@ def _described(s) -> dict:
 
 
 def build_all(state: dict | None = None) -> dict:
+    from . import asm
     registry = load_families()
     regs = asm.Regs.of(state)
     stencils = {}

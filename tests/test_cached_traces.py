@@ -170,7 +170,7 @@ def test_a_linked_exit_reloads_what_its_trace_spilled_before_the_jump():
         c = jit_compile.compile_trace(trace, ctx, BASE)
         assert [e.kept for e in c.exits] == [False]
         parts = jit_compile._exit_parts(ctx, c.exits[0])
-        assert parts[:3] == [f"opt:pop:reg:{r}" for r in regs], parts
+        assert list(parts[:3]) == [f"opt:pop:reg:{r}" for r in regs], parts
         assert parts[-1].endswith(":k3:keep"), parts
         st = jit_compile.load_stencils(ctx)
         pops = sum(len(st[p].code) for p in parts[:3])

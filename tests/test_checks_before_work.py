@@ -17,11 +17,13 @@ from shimlab import cli
 HELLO = str(EXAMPLES / "bf" / "hello.bf")
 EXISTING = "existing.json"        # made in the case's directory
 PROBES = {"toolchain.json", "contract.json"}
-STENCILS = ("stencils.json", "cffi/")      # the stencil store and cffi's parsed vm.h
+STENCILS = ("stencils.json", "stencils.prepared", "cffi/")   # the stencil store, cffi's vm.h
 
 CASES = [
     # run
-    (["run", HELLO, "--stats"], "--stats, --perf-map and --stencil need a JIT mode"),
+    (["run", HELLO, "--stats"],
+     "--stats, --perf-map, --stencil and --trace-cache need a JIT mode"),
+    (["run", HELLO, "--trace-cache"], "need a JIT mode"),
     (["run", HELLO, "--mode", "switch", "--perf-map"], "need a JIT mode"),
     (["run", HELLO, "--stencil", "CELL_ADD=CELL_ADD:rmw"], "need a JIT mode"),
     (["run", HELLO, "--mode", "reference", "--stats"], "need a JIT mode"),
@@ -53,6 +55,7 @@ CASES = [
     (["bench", "programs", "--no-whole"], "--no-whole applies to --corpus only"),
     (["bench", "programs", "--mode", "jit-shim"], "--mode applies to --corpus only"),
     (["bench", "programs", "--before", "."], "--before applies to --corpus only"),
+    (["bench", "programs", "--trace-cache"], "--trace-cache applies to --corpus only"),
     (["bench", "programs", "--corpus", "--before", "nowhere"], "no .venv/bin/python there"),
     (["bench", "programs", "--corpus", "--workload", "nope.bf"], "not in the corpus: nope.bf"),
     (["bench", "programs", "--corpus", "--stencil", "CELL_ADD=CELL_ADD:rmw"],

@@ -113,22 +113,58 @@ def test_writing_the_cffi_cache_prints_nothing_on_stdout(tmp_path, capfd):
     assert out == ""
 
 
-def test_records_are_declared_with_record_only_where_a_tiny_run_needs_it():
-    """Two record mechanisms, one rule: shimlab.record in the modules a tiny
-    interpreter run imports (dataclasses would cost it about 10 ms, 6-7% of
-    its time, measured side by side), dataclasses everywhere else."""
+def _jit_run_names() -> set[str]:
+    """What a JIT run that compiles traces imports (nested.bf's loops get hot)."""
+    from shimlab import modes, toolchain
+    try:
+        toolchain.default_compiler(modes.get("jit-direct").features)
+    except toolchain.ToolchainError:
+        pytest.skip("no compiler here builds the JIT modes")
+    nested = str(EXAMPLES / "bf" / "nested.bf")
+    imported("run", nested, "--mode", "jit-direct")      # warm the caches (build, stencils)
+    p, names = imported("run", nested, "--mode", "jit-direct")
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert {"shimlab.jit.compile", "shimlab.jit.stencil_store"} <= names
+    return names
+
+
+def test_a_jit_run_skips_the_slow_stdlib_modules_and_the_stencil_builder():
+    """The JIT's own start (issue 24): its modules declare records with
+    shimlab.record, and a current stencil artifact is loaded without the
+    assembler, PeachPy or capstone (dataclasses and typing were ~25 ms of
+    a JIT process)."""
+    names = _jit_run_names()
+    base = subprocess.run([sys.executable, "-X", "importtime", "-c", "pass"],
+                          capture_output=True, text=True, timeout=60).stderr
+    already = {line.rsplit("|", 1)[1].strip() for line in base.splitlines()
+               if line.startswith("import time:") and "|" in line}
+    slow = set(SLOW_STDLIB) - {"subprocess"}     # (a JIT run may build its interpreter)
+    assert not (slow & (names - already)), sorted(slow & names)
+    builder = {"peachpy_stencils.asm", "peachpy", "capstone", "shimlab.disasm", "shimlab.elf",
+               "random"}        # (jit/memory.py draws its offsets with a xorshift of its own)
+    assert not builder & names, sorted(builder & names)
+
+
+def test_records_are_declared_with_record_only_where_a_run_needs_it():
+    """Two record mechanisms, one rule: shimlab.record in the modules a run
+    imports, a tiny interpreter run or a JIT run (dataclasses would cost the
+    first about 10 ms, 6-7% of its time, and the second ~22 ms, measured
+    side by side), dataclasses everywhere else."""
     import ast
     from conftest import ROOT
     imported("run", HELLO, "--mode", "tailcall")          # warm the caches (build, cffi)
     _, names = imported("run", HELLO, "--mode", "tailcall")
-    src = ROOT / "src"
+    names |= _jit_run_names()
     users = set()
-    for path in sorted((src / "shimlab").rglob("*.py")):
-        module = ".".join(path.relative_to(src).with_suffix("").parts).removesuffix(".__init__")
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("record") \
-                    and module != "shimlab.record":
-                users.add(module)
+    for top in (ROOT / "src", ROOT):
+        folder = top / ("shimlab" if top.name == "src" else "peachpy_stencils")
+        for path in sorted(folder.rglob("*.py")):
+            module = ".".join(path.relative_to(top).with_suffix("").parts).removesuffix(
+                ".__init__")
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").endswith(
+                        "record") and module != "shimlab.record":
+                    users.add(module)
     assert users, "no module uses shimlab.record: drop it and this test"
-    assert not users - names, f"use dataclasses in {sorted(users - names)}: a tiny run " \
+    assert not users - names, f"use dataclasses in {sorted(users - names)}: a run " \
                               "does not import them"

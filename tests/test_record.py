@@ -1,5 +1,7 @@
 """shimlab.record: the records `shimlab run`'s modules declare instead of
-dataclasses behave as the dataclasses they replaced."""
+dataclasses behave as the dataclasses they replaced (Record and Frozen, and
+the `record` decorator the JIT's modules use), here side by side with the
+dataclasses they stand for."""
 from __future__ import annotations
 
 import copy
@@ -7,7 +9,9 @@ import pickle
 
 import pytest
 
-from shimlab.record import Frozen, Record, factory
+import dataclasses
+
+from shimlab.record import Frozen, Record, factory, field, record, replace
 
 
 class Point(Record):
@@ -73,3 +77,116 @@ def test_a_required_field_after_a_default_is_refused():
         class Bad(Record):
             a: int = 0
             b: int
+
+
+# -- the `record` decorator, against @dataclass with the same declaration ---------
+
+def _pair(frozen=False, slots=False):
+    """One declaration, as a `record` and as a dataclass."""
+    def declare(deco, fld):
+        class Op:
+            pc: int
+            name: str = "x"
+            tags: list = fld(default_factory=list)
+            derived: int = fld(init=False, repr=False, compare=False)
+            cached: object = fld(default=None, init=False, repr=False, compare=False)
+
+            def __post_init__(self):
+                object.__setattr__(self, "derived", 2 * self.pc)
+        return deco(frozen=frozen, slots=slots)(Op)
+    return declare(record, field), declare(dataclasses.dataclass, dataclasses.field)
+
+
+@pytest.mark.parametrize("frozen, slots", [(False, False), (True, False), (False, True)])
+def test_record_behaves_as_the_dataclass(frozen, slots):
+    mine, theirs = _pair(frozen, slots)
+    for cls in (mine, theirs):
+        a, b = cls(1), cls(1, "x", [])
+        assert (a.pc, a.name, a.tags, a.derived, a.cached) == (1, "x", [], 2, None)
+        assert a == b and a.tags is not cls(1).tags            # a fresh default each
+        assert cls(1, tags=[1]) != a and cls(2) != a and a != (1, "x", [])
+        assert repr(a).split("(", 1)[1] == "pc=1, name='x', tags=[])"
+        with pytest.raises(TypeError):
+            cls()                                               # pc is required
+        with pytest.raises(TypeError):
+            cls(1, derived=3)                                   # not an __init__ argument
+        if frozen:
+            c, d = cls(1, "x", ()), cls(1, "x", ())           # (a list field: unhashable)
+            assert hash(c) == hash(d) and {c: 1}[d] == 1
+            with pytest.raises(AttributeError):
+                a.pc = 2
+            with pytest.raises(AttributeError):
+                del a.pc
+        else:
+            with pytest.raises(TypeError):
+                hash(a)                                          # mutable: unhashable
+            a.pc = 5
+            assert a.pc == 5
+        assert hasattr(a, "__dict__") == (not slots)
+    if slots:
+        assert mine.__slots__ == ("pc", "name", "tags", "derived", "cached")
+
+
+def test_replace_makes_a_changed_copy_as_dataclasses_replace():
+    mine, theirs = _pair(frozen=True)
+    for cls, rep in ((mine, replace), (theirs, dataclasses.replace)):
+        a = cls(3, "y", [1])
+        b = rep(a, pc=4)
+        assert (b.pc, b.name, b.tags, b.derived) == (4, "y", [1], 8)   # __post_init__ ran
+        assert a.pc == 3
+        with pytest.raises(ValueError):
+            rep(a, derived=1)                  # init=False: not replaceable
+
+
+def test_record_fields_of_a_base_come_first_and_order_is_checked():
+    @record(frozen=True)
+    class Base:
+        a: int
+        b: int = 0
+
+    @record(frozen=True)
+    class Derived(Base):
+        c: str = ""
+    assert repr(Derived(1, 2, "z")).endswith(".Derived(a=1, b=2, c='z')")
+    assert Derived(1) != Base(1)                          # another class: never equal
+    with pytest.raises(TypeError, match="'d' without a default follows one with a default"):
+        @record
+        class Bad:
+            c: int = 0
+            d: int
+
+
+def test_a_method_the_class_defines_is_kept():
+    @record(frozen=True)
+    class Named:
+        name: str
+
+        def __repr__(self):
+            return f"<{self.name}>"
+    assert repr(Named("n")) == "<n>" and Named("n") == Named("n")
+
+
+@pytest.mark.parametrize("frozen, slots", [(False, False), (True, False), (False, True)])
+def test_records_of_the_decorator_survive_pickle_and_copy(frozen, slots):
+    cls = _PICKLED[(frozen, slots)]
+    r = cls(1, "x", [2])
+    for again in (pickle.loads(pickle.dumps(r)), copy.deepcopy(r), copy.copy(r)):
+        assert again == r and again.derived == 2
+
+
+def _module_level(frozen, slots):
+    class Op:
+        pc: int
+        name: str = "x"
+        tags: list = field(default_factory=list)
+        derived: int = field(init=False, repr=False, compare=False)
+
+        def __post_init__(self):
+            object.__setattr__(self, "derived", 2 * self.pc)
+    Op.__qualname__ = Op.__name__ = f"Op_{int(frozen)}{int(slots)}"
+    cls = record(frozen=frozen, slots=slots)(Op)
+    globals()[cls.__name__] = cls                        # where pickle finds it
+    return cls
+
+
+_PICKLED = {k: _module_level(*k) for k in [(False, False), (True, False), (False, True)]}

@@ -3,7 +3,6 @@ jit.compile, the artifact jit.stencil_store loads, the stencil tester and the
 `shimlab stencils` commands."""
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import signal
@@ -20,6 +19,7 @@ from peachpy_stencils import build as stub_build  # noqa: E402
 from peachpy_stencils.asm import PLACEHOLDER, AsmError, Hole, Stencil  # noqa: E402
 from peachpy.x86_64 import ADD, MOV, eax, ecx, rax  # noqa: E402
 from shimlab import isa, isolate, modes  # noqa: E402
+from shimlab.record import replace  # noqa: E402
 from shimlab.jit import stencil_store  # noqa: E402
 from shimlab.jit.compile import CompileError, Context, compile_trace  # noqa: E402
 from shimlab.jit.trace import Trace, TraceOp  # noqa: E402
@@ -247,6 +247,74 @@ def test_unreadable_artifact_is_rebuilt(build_dir, garbage):
     assert json.loads(path.read_text())["hash"] == stub_build.input_hash()
 
 
+# ---- the artifact's prepared form (what a JIT run reads) ------------------------------
+
+def _rewrite_prepared(path, change):
+    """The prepared file with its payload changed by `change` (marshal data
+    in, out), its CRC made to match: a well-formed file saying other things."""
+    import marshal
+    import zlib
+    blob = path.read_bytes()
+    head = len(stencil_store._PREPARED_MAGIC)
+    payload = marshal.dumps(change(marshal.loads(blob[head + 4:])))
+    path.write_bytes(blob[:head] + zlib.crc32(payload).to_bytes(4, "little") + payload)
+
+
+def _with_add_code(parts, code):
+    digest, hash_, names, codes, *rest = parts
+    codes = tuple(code if n == "ADD" else c for n, c in zip(names, codes))
+    return (digest, hash_, names, codes, *rest)
+
+
+def test_prepared_form_is_written_and_read_as_the_artifact_says(build_dir):
+    st = stencil_store.load()
+    prepared = stencil_store.prepared_path(stencil_store.artifact_path())
+    assert prepared.is_file()
+    stencil_store.load.cache_clear()
+    again = stencil_store.load()        # from the prepared form: the same stencils
+    assert again == st and list(again) == list(st)
+    # it is what a load reads: a (well-formed) change to it shows
+    _rewrite_prepared(prepared, lambda parts: _with_add_code(parts, b"\x90"))
+    stencil_store.load.cache_clear()
+    assert stencil_store.load()["ADD"].code == b"\x90"
+
+
+def test_prepared_form_of_other_artifact_bytes_is_not_used(build_dir):
+    """The artifact rewritten (even with the same inputs' hash, as _tamper
+    does): its prepared form names other bytes and is made again."""
+    stencil_store.load()
+    path = stencil_store.artifact_path()
+    _tamper(path)
+    stencil_store.load.cache_clear()
+    assert stencil_store.load()["ADD"].code == b"\x90"
+    _rewrite_prepared(stencil_store.prepared_path(path),
+                      lambda parts: _with_add_code(parts, b"\xcc"))
+    # and a prepared form made for other inputs (the hash it was made for) is not used
+    _rewrite_prepared(stencil_store.prepared_path(path),
+                      lambda parts: (parts[0], "0" * 16, *parts[2:]))
+    stencil_store.load.cache_clear()
+    assert stencil_store.load()["ADD"].code == b"\x90"
+
+
+@pytest.mark.parametrize("damage", ["empty", "garbage", "truncated", "bit flip", "other magic"])
+def test_damaged_prepared_form_is_made_again_never_read(build_dir, damage):
+    st = stencil_store.load()
+    prepared = stencil_store.prepared_path(stencil_store.artifact_path())
+    blob = prepared.read_bytes()
+    head = len(stencil_store._PREPARED_MAGIC)
+    bad = {"empty": b"", "garbage": b"not marshal data at all" * 10,
+           "truncated": blob[:len(blob) // 2],
+           # one bit of a stencil's code: unmarshals, so only the CRC tells
+           "bit flip": blob[:-5000] + bytes([blob[-5000] ^ 1]) + blob[-4999:],
+           "other magic": b"X" + blob[1:]}[damage]
+    assert len(blob) > head + 5000
+    prepared.write_bytes(bad)
+    stencil_store.load.cache_clear()
+    assert stencil_store.load() == st
+    path = stencil_store.artifact_path()           # made again from the artifact
+    assert stencil_store._from_prepared(path, path.read_bytes(), stub_build.input_hash()) == st
+
+
 # ---- the stencil tester --------------------------------------------------------------
 
 def _in_child(fn, *args):
@@ -279,7 +347,7 @@ def test_run_stencil_detects_a_wrong_stencil(monkeypatch, victim, impostor):
     from shimlab import stencil_check
     real = stencil_store.load()
     fake = dict(real)
-    fake[victim] = dataclasses.replace(real[impostor], name=victim)
+    fake[victim] = replace(real[impostor], name=victim)
     monkeypatch.setattr(stencil_store, "load", lambda *args, **kwargs: fake)
     failures = _in_child(stencil_check.run_stencil, victim, 40, 0, JIT_CC)
     assert failures, f"{victim} with {impostor}'s code passed"

@@ -12,6 +12,20 @@ import os
 from pathlib import Path
 
 
+def _temporary(directory: Path, name: str) -> tuple[int, str]:
+    """A new file of this writer's own beside the target, as tempfile.mkstemp
+    makes one (O_EXCL, mode 0600, a random name), without importing tempfile
+    (~3 ms, which a JIT run that keeps its traces would pay: jit/trace_cache.py)."""
+    for _ in range(100):
+        tmp = str(directory / f".{name}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
+                           0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused temporary name", str(directory))
+
+
 def write_atomic(path: Path, data: str | bytes, *, durable: bool = False) -> None:
     """durable: the data and the rename reach the disk before this returns
     (results files; a crash must not leave a new name on an empty file).
@@ -24,8 +38,7 @@ def write_atomic(path: Path, data: str | bytes, *, durable: bool = False) -> Non
     except FileNotFoundError:
         mode = 0o644
     raw = data.encode() if isinstance(data, str) else data
-    import tempfile     # here: `shimlab run` writes no file and skips the import
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    fd, tmp = _temporary(directory, path.name)
     try:
         try:
             view = memoryview(raw)

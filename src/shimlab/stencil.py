@@ -6,13 +6,19 @@ the asm interpreter, the stencil tools) reads them; none imports a producer.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .record import record
 
 from .errors import ShimlabError
 
 
 class StencilError(ShimlabError):
     pass
+
+
+class AsmError(StencilError):
+    """A stencil that does not assemble (peachpy_stencils.asm's error; declared
+    here so that peachpy_stencils.build's errors derive from it without
+    importing the assembler, which a JIT run loading the artifact never needs)."""
 
 
 # Hole kinds: what the JIT patches in, and how wide the field is.
@@ -49,14 +55,14 @@ _P64 = 0x5EC0DE5EC0DE5E00
 PLACEHOLDER = {kind: (_P64 if w == 8 else _P32) | (i + 1) for i, (kind, w) in
                enumerate(HOLE_WIDTH.items())}
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Hole:
     offset: int
     width: int
     kind: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Stencil:
     name: str
     code: bytes

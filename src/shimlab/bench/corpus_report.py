@@ -24,12 +24,13 @@ CPYTHON = harness.CPYTHON
 
 
 def configs(entries, cc: str, modes_, jit_opts, bf_opts, whole: bool,
-            before: str | None = None) -> list[harness.Config]:
+            before: str | None = None, trace_cache: bool = False) -> list[harness.Config]:
     """tailcall at every front end level (the first is the baseline), each
     JIT mode at every optimizer level at the last front end level (its
     default), CPython for minipy; each steady and, with `whole`, whole
     process; with `before` (another checkout's root) each shimlab
-    configuration also as that checkout runs it."""
+    configuration also as that checkout runs it; trace_cache: the JIT's
+    whole processes with their trace cache on (else off)."""
     from dataclasses import replace
     out = []
     for e in entries:
@@ -46,13 +47,13 @@ def configs(entries, cc: str, modes_, jit_opts, bf_opts, whole: bool,
                             else []):
                 out.append(v)
                 if whole:
-                    out.append(_whole(v))
+                    out.append(_whole(v, trace_cache))
     return out
 
 
-def _whole(c: harness.Config) -> harness.Config:
+def _whole(c: harness.Config, trace_cache: bool = False) -> harness.Config:
     from dataclasses import replace
-    return replace(c, whole=True)
+    return replace(c, whole=True, trace_cache=trace_cache and mode_registry.is_jit(c.mode))
 
 
 def label(c: harness.Config) -> str:
@@ -62,7 +63,7 @@ def label(c: harness.Config) -> str:
         return "CPython"
     before = " before" if c.checkout else ""
     if mode_registry.is_jit(c.mode):
-        return f"{c.mode} o{c.jit_opt}{before}"
+        return f"{c.mode} o{c.jit_opt}{before}" + (" tc" if c.trace_cache else "")
     return f"{c.mode} bf{c.bf_opt}{before}"
 
 
@@ -72,7 +73,8 @@ def _group_label(c: harness.Config) -> str:
         return "CPython"
     before = " (before)" if c.checkout else ""
     if mode_registry.is_jit(c.mode):
-        return f"{c.mode} --jit-opt {c.jit_opt}{before}"
+        return f"{c.mode} --jit-opt {c.jit_opt}{before}" + (
+            " (trace cache)" if c.trace_cache else "")
     return f"{c.mode} --bf-opt {c.bf_opt}{before}"
 
 
@@ -137,7 +139,8 @@ def report(results, cfgs: list[harness.Config], entries) -> list[str]:
     lines.append("speedups over tailcall --bf-opt 0 of the same kind (steady: the run inside "
                  "the VM, compiles excluded; whole: `shimlab run` from the outside); M: "
                  "mandelbrot-class; traces, code, bytes per VM instruction in traces and "
-                 "record+optimize+compile time of the first JIT configuration, from a --stats run")
+                 "record+optimize+compile time of the first JIT configuration, from a --stats run "
+                 "(the trace cache off: every trace compiled)")
     # distributions
     drows = []
     groups: dict = {}

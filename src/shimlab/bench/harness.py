@@ -54,6 +54,10 @@ class Config:
     # another checkout's root (its .venv's Python runs its shimlab): the same
     # configuration before a change, measured in the same rounds
     checkout: str = ""
+    # whole process, a JIT mode: its trace cache on (SHIMLAB_TRACE_CACHE=1), so
+    # every process after the first places its traces from the plans kept;
+    # off (=0, the default) every process compiles every trace
+    trace_cache: bool = False
 
     @property
     def workload_name(self) -> str:
@@ -72,6 +76,8 @@ class Config:
             key += "/whole"
         if self.checkout:
             key += "/before"
+        if self.trace_cache:
+            key += "/tc"
         return f"{key}/{self.tag}" if self.tag else key
 
     def partner_config(self) -> "Config | None":
@@ -88,7 +94,7 @@ class Config:
                 "program": self.workload, "input": self.input, "warmup": warmup,
                 "samples": samples, "cpu": cpu, "profile": self.profile, "cache": self.cache,
                 "jit_opt": self.jit_opt, "bf_opt": self.bf_opt, "partner": self.partner,
-                "whole": self.whole, "checkout": self.checkout}
+                "whole": self.whole, "checkout": self.checkout, "trace_cache": self.trace_cache}
 
     def build(self, code_layout: int = 0):
         if self.mode == CPYTHON:
@@ -102,7 +108,8 @@ class Config:
         d["workload"] = self.workload_name
         d.pop("input")
         d.pop("partner")        # (the partner is a configuration of its own in the file)
-        for name in ("profile", "tag", "cache", "jit_opt", "bf_opt", "whole", "checkout"):   # only when set: older files stay resumable
+        for name in ("profile", "tag", "cache", "jit_opt", "bf_opt", "whole", "checkout",
+                     "trace_cache"):   # only when set: older files stay resumable
             if not d[name]:
                 d.pop(name)
         return d

@@ -172,7 +172,8 @@ def _stencil_table(records: list[dict]) -> None:
 
 
 # Options of one design only: given with the other one they would be ignored.
-_CORPUS_ONLY = (("--mode", "mode"), ("--no-whole", "no_whole"), ("--before", "before"))
+_CORPUS_ONLY = (("--mode", "mode"), ("--no-whole", "no_whole"), ("--before", "before"),
+                ("--trace-cache", "trace_cache"))
 _NOT_CORPUS = (("--quick", "quick"), ("--cache", "cache"), ("--stencil", "stencil"))
 
 
@@ -271,7 +272,8 @@ def corpus_main(args, cc: str) -> int:
     before = getattr(args, "before", None)      # (check_options checked it)
     configs = corpus_report.configs(entries, cc, modes_, jit_opts, bf_opts,
                                     whole=not getattr(args, "no_whole", False),
-                                    before=str(Path(before).resolve()) if before else None)
+                                    before=str(Path(before).resolve()) if before else None,
+                                    trace_cache=bool(getattr(args, "trace_cache", False)))
     opts = harness.Options(processes=args.processes or 3, warmup=1, samples=args.samples or 3,
                            cpu=args.cpu,
                            tape_len=getattr(args, "tape_size", None) or harness.Options.tape_len)
@@ -283,6 +285,9 @@ def corpus_main(args, cc: str) -> int:
     print(f"({cc}; steady: one warm-up run, then {opts.samples} timed runs in each of "
           f"{opts.processes} worker processes, a loop that gets hot later restarts the samples; "
           "whole: the same numbers of `shimlab run` processes, as a user's Python starts them, "
-          "bytecode cached)")
+          "bytecode cached, the JIT's trace cache "
+          + ("on: after the first process each places its traces from the plans kept)"
+             if getattr(args, "trace_cache", False) else
+             "off: every process optimizes and lays out every trace)"))
     print(f"\nresults: {results.path}")
     return 1 if outcome.failures else 0

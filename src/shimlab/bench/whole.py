@@ -67,6 +67,9 @@ def _one(cmd: list[str], stdin: bytes | None, env: dict) -> tuple[int, int, byte
 
 def run_job(job: dict) -> dict:
     cmd, env = command(job), environment(job.get("checkout") or None)
+    # the JIT's trace cache as the configuration says (a checkout that has
+    # none ignores the variable): off, every process compiles every trace
+    env["SHIMLAB_TRACE_CACHE"] = "1" if job.get("trace_cache") else "0"
     stdin = Path(job["input"]).read_bytes() if job.get("input") and job["mode"] == CPYTHON \
         else None
     warm, walls, cpus = [], [], []

@@ -171,8 +171,10 @@ def count_crossings(b, program, data: bytes, jit: dict, tape_len: int) -> tuple[
     """Crossings between the interpreter and JIT code in one run, from a
     --stats run of its own (untimed): entries from the interpreter and exits
     to it (a linked exit jumps into a trace and crosses nothing); and what
-    that run compiled (results.JIT_FIELDS)."""
-    with vm.Loaded(b, program, data, jit={**jit, "stats": True}, tape_len=tape_len) as loaded:
+    that run compiled (results.JIT_FIELDS), every trace compiled (the trace
+    cache off, as it is in every in-process worker: Jit's default)."""
+    with vm.Loaded(b, program, data, jit={**jit, "stats": True, "trace_cache": False},
+                   tape_len=tape_len) as loaded:
         loaded.run()
         traces = loaded.jit.stats.traces
         # a tallied exit crossed: once linked, an exit jumps before its tally

@@ -126,6 +126,10 @@ def add_parser(sub, help_text: str) -> None:
                    help="with --corpus: the JIT mode(s) to measure (default jit-direct)")
     g.add_argument("--no-whole", action="store_true",
                    help="with --corpus: steady state only, no whole-process runs")
+    g.add_argument("--trace-cache", action="store_true",
+                   help="with --corpus: the JIT's whole processes with its trace cache on "
+                        "(after the first, each places its traces from the plans kept; "
+                        "default: off, every process compiles every trace)")
     g.add_argument("--before", metavar="CHECKOUT",
                    help="with --corpus: also every configuration as another checkout (its "
                         "root, with a .venv made by make setup) runs it, in the same rounds: "

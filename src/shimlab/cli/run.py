@@ -59,6 +59,11 @@ def add_parser(sub, help_text: str) -> None:
                    help="JIT modes: traces compiled, their sizes, entries and exits (stderr)")
     p.add_argument("--perf-map", action="store_true",
                    help="JIT modes: write /tmp/perf-PID.map so perf report names the traces")
+    p.add_argument("--trace-cache", action=argparse.BooleanOptionalAction, default=None,
+                   help="JIT modes: place a trace recorded again from the plan an earlier "
+                        "run of the same program and options kept in the build directory, "
+                        "instead of optimizing and laying it out anew (default: on, or as "
+                        "SHIMLAB_TRACE_CACHE says: 0, 1 or verify)")
     p.add_argument("--stencil", action="append", metavar="OP=NAME",
                    help="JIT modes: use stencil NAME for instruction OP (a prototype; OP "
                         "is the standard stencil it replaces, e.g. CELL_ADD=CELL_ADD:rmw)")
@@ -281,9 +286,13 @@ def cmd_run(args) -> int:
     if args.cache and args.mode == modes.REFERENCE:
         raise ShimlabError(f"--cache {args.cache}: the reference mode keeps no values in "
                            f"registers (modes that can: {', '.join(modes.CACHING)})")
-    if not modes.is_jit(args.mode) and (args.stats or args.perf_map or args.stencil):
-        raise ShimlabError(f"--stats, --perf-map and --stencil need a JIT mode "
+    if not modes.is_jit(args.mode) and (args.stats or args.perf_map or args.stencil
+                                        or args.trace_cache is not None):
+        raise ShimlabError(f"--stats, --perf-map, --stencil and --trace-cache need a JIT mode "
                            f"({', '.join(modes.JIT)})")
+    if modes.is_jit(args.mode) and args.trace_cache is None:
+        from ..jit import trace_cache      # SHIMLAB_TRACE_CACHE, checked before any work
+        trace_cache.setting()
     build.check_cache(args.mode if args.mode != modes.REFERENCE else "tailcall", args.cache)
     # --stencil is checked against the stencils of the compiler the build
     # will use, before the program is compiled and the interpreter built
@@ -327,7 +336,7 @@ def cmd_run(args) -> int:
         if modes.is_jit(args.mode):
             jit = {"threshold": args.jit_threshold, "stats": args.stats, "opt": args.jit_opt,
                    "perf_map": args.perf_map,
-                   "stencils": overrides}
+                   "stencils": overrides, "trace_cache": args.trace_cache}
             _note_unused(overrides, program)
         what = f"the {args.mode} interpreter ({b.compiler.name}) running {args.file}"
 

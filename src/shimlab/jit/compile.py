@@ -8,18 +8,19 @@ behind an entry stub of their own.
 A trace is laid out once (compile_trace with size_only: pieces, offsets,
 exits, its size) and then patched where memory was found for it (place).
 What patching needs of a stencil (its holes, how each is filled) is worked
-out once per stencil (_shape; prepare() does all of them when the JIT starts)."""
+out once per stencil (_shape), on its first use: a program uses a few dozen
+of the ~600 stencils."""
 from __future__ import annotations
 
 import re
 import struct
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .. import modes
 from ..abi import contract
 from ..errors import ShimlabError
+from ..record import field, record
 from . import optimize
 from . import stencil_store
 from .trace import Trace
@@ -32,7 +33,7 @@ class CompileError(ShimlabError):
     pass
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Exit:
     pc: int                  # bytecode instruction to resume at
     uncount: int | None      # count builds: opcode whose count a deopt takes back
@@ -41,7 +42,7 @@ class Exit:
     kept: bool = False       # --cache K: leaves with the K values in registers, not spilled
 
 
-@dataclass
+@record
 class Context:
     """What patching needs to know about the VM and the process."""
     mode: str
@@ -66,7 +67,7 @@ class Context:
     _stencils: dict | None = field(default=None, init=False, repr=False, compare=False)
 
 
-@dataclass
+@record
 class Compiled:
     code: bytes
     body_size: int
@@ -157,14 +158,14 @@ def load_stencils(ctx: Context) -> dict:
     return st
 
 
-def _exit_parts(ctx: Context, ex: Exit, far: bool = False, linked: bool = False) -> list[str]:
+def _exit_parts(ctx: Context, ex: Exit, far: bool = False, linked: bool = False) -> tuple:
     """The stencils of one exit; far: the trace is mapped out of rel32 reach of
     the interpreter's handlers (ASan's memory layout does that); linked: it
     jumps into another trace (a side exit linked, or a trace where it resumes).
     A linked slot keeps its first part (the head) and a jump where the rest was."""
-    return list(_parts_of(ctx.mode, ctx.tallies is not None, ctx.heat is not None, ctx.cache,
-                          bool(ctx.count), bool(ex.head), ex.deopt, ex.kept,
-                          ex.uncount is not None, far, linked))
+    return _parts_of(ctx.mode, ctx.tallies is not None, ctx.heat is not None, ctx.cache,
+                     bool(ctx.count), bool(ex.head), ex.deopt, ex.kept,
+                     ex.uncount is not None, far, linked)
 
 
 @lru_cache(maxsize=None)
@@ -275,7 +276,7 @@ def _count_blocks(lowered, st: dict, blocks: int) -> list[int]:
     return ops
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Lowering:
     """The optimizer's result for one trace, as compiling it needs it: its
     pieces (optimize.Lowered) and --stats's VM instructions per block, for
@@ -342,14 +343,14 @@ def _stencils_of(ctx: Context) -> dict:
 
 
 def prepare(ctx: Context) -> None:
-    """Works out what compiling traces of ctx's kind needs of its stencils
-    (each one's holes, the exit slots' size) once, up front: a per-stencil
-    table, not any trace's work.  A stencil missing or broken is left for
-    the first trace that needs it to report, as it would without this."""
+    """Loads the stencils of ctx's kind and works out the exit slots' size
+    once, up front, not as any trace's work.  (Each stencil's shape is made
+    on its first use, a few microseconds: making all ~600 here cost ~1.7 ms
+    of the JIT's start, for the few dozen a program uses.)  A stencil
+    missing or broken is left for the first trace that needs it to report,
+    as it would without this."""
     try:
         st = load_stencils(ctx)
-        for stencil in st.values():
-            _shape(stencil)
         slot_size(st, ctx.count, ctx.tallies is not None, ctx.opt > 0, cache=ctx.cache,
                   hot=ctx.heat is not None, order=modes.get(ctx.mode).trace_order)
     except Exception:
@@ -375,17 +376,20 @@ def compile_trace(trace: Trace, ctx: Context, base: int | None,
     return place(c, base)
 
 
-@dataclass
+@record
 class _Layout:
     """A trace laid out but not patched: what place() patches it from."""
     ctx: Context
     st: dict
-    pieces: list                 # the body's pieces, in order
-    shapes: list                 # each piece's _Shape
+    names: list                  # the body's pieces, in order: each one's stencil,
+    ops: list                    # its instruction (or None),
+    held: list                   # its hole values (in its shape's order: all a layout
+                                 # keeps of them)
+    shapes: list                 # and its _Shape
     offsets: list                # each piece's offset in the body (and the body's end)
     exits: dict                  # Exit -> its slot index
     retakes: list
-    lowered: object
+    folded: dict                 # what the optimizer did (--stats)
     block_ops: list
     entry_stub: int
     shared: str | None = None    # the exit code the slots share, after them (_shared_exit)
@@ -462,23 +466,110 @@ def _lay_out(trace: Trace, ctx: Context, lowering: Lowering | None) -> Compiled:
         slot_at.append(slot_at[-1] + size)
     slot = max((b - a for a, b in zip(slot_at, slot_at[1:])), default=0)
     shared = _shared_exit(ctx) if any(not ex.deopt for ex in exits) else None
-    layout = _Layout(ctx, st, pieces, shapes, offsets, exits,
-                     [retakes.get(ex, False) for ex in exits], lowered, block_ops,
+    layout = _Layout(ctx, st, [p.stencil for p in pieces], [p.op for p in pieces],
+                     [tuple([p.values.get(kind, _UNSET) for kind in sh.order])
+                      for p, sh in zip(pieces, shapes)], shapes, offsets,
+                     exits, [retakes.get(ex, False) for ex in exits], lowered.folded, block_ops,
                      len(st[entry].code) if mode.entry_stencil else 0, shared, slot_at)
     size = body + slot_at[-1] + (len(st[shared].code) if shared else 0)
     return Compiled(bytes(size), body, slot, list(exits), [], layout=layout, slot_at=slot_at)
 
 
-@dataclass(frozen=True)
+# -- a laid-out trace as data (jit/trace_cache.py keeps them between runs) ---------
+
+def plan_of(compiled: Compiled, trace: Trace) -> tuple | None:
+    """What place() reads of a laid-out trace (compile_trace's, size_only),
+    as plain data that holds no address: each piece's stencil, instruction
+    (its index in trace.ops) and hole values, the sizes, the exits and the
+    optimizer's tallies.  None when it holds something else (a piece of an
+    instruction not in the trace, a hole without a value, a counter of
+    --stats it cannot name): then it is not kept."""
+    lay = compiled.layout
+    ctx = lay.ctx
+    index = {id(t): i for i, t in enumerate(trace.ops)}
+    at, held = [], []
+    for name, op, h in zip(lay.names, lay.ops, lay.held):
+        i = -1 if op is None else index.get(id(op))
+        if i is None or _UNSET in h:
+            return None
+        if name == "tally":      # --stats: this run's counters, by where in them
+            h = (_counter_of(ctx, h[0]),)
+            if h[0] is None:
+                return None
+        at.append(i)
+        held.append(h)
+    return (tuple(lay.names), tuple(at), tuple(held), compiled.body_size, compiled.slot_size,
+            len(compiled.code),
+            tuple((e.pc, e.uncount, e.deopt, e.head, e.kept) for e in lay.exits),
+            tuple(lay.retakes), tuple(lay.block_ops), lay.entry_stub, lay.shared,
+            tuple(lay.slot_at), dict(lay.folded))
+
+
+def _counter_of(ctx: Context, address: int) -> tuple | None:
+    """A tally piece's counter as (which array, offset): its entry counter,
+    or a block's (--stats); None for any other address."""
+    if ctx.tallies is not None and address == ctx.tallies:
+        return ("entries", 0)
+    if ctx.blocks is not None and address >= ctx.blocks:
+        return ("blocks", address - ctx.blocks)
+    return None
+
+
+def from_plan(plan: tuple, trace: Trace, ctx: Context) -> Compiled:
+    """The laid-out trace a plan (plan_of's) describes, for place() to
+    patch with ctx's stencils: what compile_trace(size_only) makes.  A plan
+    that does not fit them (a stencil unknown, other holes, other sizes)
+    is a CompileError."""
+    (names, at, held, body, slot, size, exits, retakes, block_ops, entry_stub, shared,
+     slot_at, folded) = plan
+    st = _stencils_of(ctx)
+    by_name = _shapes_of(st)
+    trace_ops = trace.ops
+    try:
+        shapes = [by_name[name] for name in names]
+        ops = [None if i < 0 else trace_ops[i] for i in at]
+        held = list(held)
+        if list(map(len, held)) != [len(sh.order) for sh in shapes]:
+            raise ValueError("its hole values are not its stencils'")
+        for k, name in enumerate(names):
+            if name == "tally":
+                (where, off), = held[k]
+                held[k] = ({"entries": ctx.tallies, "blocks": ctx.blocks}[where] + off,)
+    except (KeyError, IndexError, TypeError, ValueError) as e:      # (None + offset too)
+        raise CompileError(f"trace plan at pc {trace.start}: {type(e).__name__}: {e}") from None
+    offsets, pos = [], 0
+    for sh in shapes:
+        offsets.append(pos)
+        pos += sh.size
+    offsets.append(pos)
+    if pos != body or size != body + slot_at[-1] + (len(st[shared].code) if shared else 0):
+        raise CompileError(f"trace plan at pc {trace.start}: its sizes are not its stencils'")
+    exits = {Exit(*e): i for i, e in enumerate(exits)}
+    layout = _Layout(ctx, st, list(names), ops, held, shapes, offsets, exits, list(retakes),
+                     dict(folded), list(block_ops), entry_stub, shared, list(slot_at))
+    return Compiled(bytes(size), body, slot, list(exits), [], layout=layout,
+                    slot_at=list(slot_at))
+
+
+_UNSET = object()   # a hole a piece has no value for (place() then says which)
+
+
+def _values(held: tuple, shape) -> dict:
+    return {kind: v for kind, v in zip(shape.order, held) if v is not _UNSET}
+
+
+@record(frozen=True)
 class _Shape:
     """What patching needs of one stencil, worked out once per stencil."""
     code: bytes
     size: int
-    holes: tuple        # (offset, kind, how, 64 bits?) per hole
+    holes: tuple        # (offset, kind, how, 64 bits?, its end, the stencil) per hole
     kinds: frozenset    # its holes' kinds
     leaves: bool        # it can leave the trace, or jump in it (deopt, branch, loop)
-    plain: tuple        # (offset, kind) per hole when every hole takes its value as it is
-                        # in 32 bits (most pieces of a body), else ()
+    plain: tuple        # (offset, index in order) per hole when every hole takes its
+                        # value as it is in 32 bits (most pieces of a body), else ()
+    order: tuple        # its holes' kinds, each once, in order: how a layout holds a
+                        # piece's values (_Layout.held)
 
 
 # how a hole's value is made (_fill)
@@ -492,12 +583,14 @@ def _shape(stencil) -> _Shape:
     hit = _SHAPES.get(id(stencil))
     if hit is None or hit[0] is not stencil:
         kinds = frozenset(h.kind for h in stencil.holes)
-        holes = tuple((h.offset, h.kind, _HOW.get(h.kind, _PLAIN), h.width == 8)
-                      for h in stencil.holes)
-        plain = tuple((off, kind) for off, kind, how, wide in holes) \
-            if all(how == _PLAIN and not wide for _, _, how, wide in holes) else ()
+        holes = tuple((h.offset, h.kind, _HOW.get(h.kind, _PLAIN), h.width == 8,
+                       len(stencil.code), stencil.name) for h in stencil.holes)
+        order = tuple(dict.fromkeys(h.kind for h in stencil.holes))
+        plain = tuple((off, order.index(kind)) for off, kind, how, wide, _, _ in holes) \
+            if all(how == _PLAIN and not wide for _, _, how, wide, _, _ in holes) else ()
         hit = _SHAPES[id(stencil)] = (stencil, _Shape(stencil.code, len(stencil.code), holes,
-                                                      kinds, bool(_LEAVES & kinds), plain))
+                                                      kinds, bool(_LEAVES & kinds), plain,
+                                                      order))
     return hit[1]
 
 
@@ -509,7 +602,7 @@ class _Shapes(dict):
 
     def __init__(self, st: dict):
         super().__init__()
-        self.st, self.slot_sizes = st, {}
+        self.st, self.slot_sizes, self.slots = st, {}, {}
 
     def __missing__(self, name: str) -> _Shape:
         shape = self[name] = _shape(self.st[name])
@@ -530,21 +623,22 @@ _PACK64 = struct.Struct("<Q").pack_into
 _MASK64 = (1 << 64) - 1
 
 
-def _fill(out: bytearray, stencil, shape: _Shape, at: int, values: dict, where,
+def _fill(out: bytearray, holes: tuple, at: int, values: dict, where,
           body: int, slot_at: list, base: int | None) -> None:
-    """Fills the holes of one stencil copied to `at` from `values`; `where`
-    names it in an error (a piece, or a string)."""
-    for offset, kind, how, wide in shape.holes:
+    """Fills `holes` (a _Shape's, or a slot's: _slot_code) of code copied to
+    `at` from `values`; `where` names it in an error (a string, or a
+    piece's (stencil, instruction))."""
+    for offset, kind, how, wide, end, name in holes:
         if kind not in values:
-            raise CompileError(f"stencil {stencil.name}: hole {kind} at +{offset} "
-                               f"left unpatched ({_where(where)})")
+            raise CompileError(f"stencil {name}: hole {kind.partition('@')[0]} at "
+                               f"+{offset} left unpatched ({_where(where)})")
         v = values[kind]
         field_at = at + offset
         if how == _JUMP:
             where_, n = v
             v = (n if where_ == "at" else body + slot_at[n]) - (field_at + 4)
         elif how == _CONTINUE:          # the next stencil, laid right after this one
-            v = at + shape.size - (field_at + 4)
+            v = at + end - (field_at + 4)
         elif how == _FROM_BASE:         # link: reach checked by _reaches before linking
             v = 0 if base is None else v - (base + field_at + 4)
             if kind == "handler" and not -(1 << 31) <= v < (1 << 31):
@@ -555,16 +649,17 @@ def _fill(out: bytearray, stencil, shape: _Shape, at: int, values: dict, where,
         elif -(1 << 31) <= v < (1 << 31):
             _PACK32(out, field_at, v)
         else:
-            raise CompileError(f"stencil {stencil.name}: value {v} does not fit hole "
-                               f"{kind} ({_where(where)})")
+            raise CompileError(f"stencil {name}: value {v} does not fit hole "
+                               f"{kind.partition('@')[0]} ({_where(where)})")
 
 
 def _where(where) -> str:
-    """A piece's name in an error: its instruction and pc (or its stencil)."""
+    """A piece's name in an error: its instruction and pc (or its stencil);
+    where: a string, or a piece's (stencil, instruction)."""
     if isinstance(where, str):
         return where
-    t = where.op
-    return where.stencil if t is None else f"{t.name}@pc{t.pc}"
+    stencil, t = where
+    return stencil if t is None else f"{t.name}@pc{t.pc}"
 
 
 def place(compiled: Compiled, base: int | None, symbols: bool = True) -> Compiled:
@@ -577,38 +672,60 @@ def place(compiled: Compiled, base: int | None, symbols: bool = True) -> Compile
     out = bytearray(b"".join([sh.code for sh in lay.shapes]))
     out += bytes(len(compiled.code) - body)
     names = []
-    for p, sh, at in zip(lay.pieces, lay.shapes, lay.offsets):
+    for name, op, held, sh, at in zip(lay.names, lay.ops, lay.held, lay.shapes, lay.offsets):
         if sh.plain:
-            values = p.values
             try:
-                for offset, kind in sh.plain:
-                    _PACK32(out, at + offset, values[kind])
-            except (KeyError, struct.error):     # _fill raises it in words
-                _fill(out, st[p.stencil], sh, at, values, p, body, slot, base)
+                for offset, i in sh.plain:
+                    _PACK32(out, at + offset, held[i])
+            except struct.error:     # (a value missing or too big) _fill says it in words
+                _fill(out, sh.holes, at, _values(held, sh), (name, op), body, slot, base)
         elif sh.holes:
-            _fill(out, st[p.stencil], sh, at, p.values, p, body, slot, base)
-        if symbols and p.op is not None:
-            names.append((at, sh.size, f"{p.stencil}@pc{p.op.pc}"))
+            _fill(out, sh.holes, at, _values(held, sh), (name, op), body, slot, base)
+        if symbols and op is not None:
+            names.append((at, sh.size, f"{name}@pc{op.pc}"))
     exits = lay.exits
     patch_at, linked_to = [0] * len(exits), [False] * len(exits)
     for ex, idx in exits.items():
         # a link's jmp goes where a linked slot has it: after every part before opt:link
-        patch_at[idx] = body + slot[idx] + sum(
-            len(st[p].code) for p in _exit_parts(ctx, ex, linked=True)[:-1])
+        patch_at[idx] = body + slot[idx] + _slot_code(st, _exit_parts(ctx, ex, linked=True))[2]
         linked_to[idx] = _fill_slot(out, lay, ex, idx, body, slot, base)
         if symbols:
             names.append((body + slot[idx], slot[idx + 1] - slot[idx],
                           f"{'link' if linked_to[idx] else 'exit'}->pc{ex.pc}"))
     if lay.shared:
         at = body + slot[-1]
-        _patch_part(out, lay, lay.shared, at, {"rec_table": ctx.rec_table}, "shared exit code",
-                    body, slot, base)
+        _patch_parts(out, lay, (lay.shared,), at, {"rec_table": ctx.rec_table},
+                     "shared exit code", body, slot, base)
         if symbols:
             names.append((at, len(st[lay.shared].code), "shared-exit"))
     return Compiled(bytes(out), body, compiled.slot_size, list(exits), names, patch_at, linked_to,
-                    lay.lowered.folded, len(st["tally"].code) if ctx.tallies is not None else 0,
+                    lay.folded, len(st["tally"].code) if ctx.tallies is not None else 0,
                     lay.block_ops, list(lay.retakes), lay.entry_stub, layout=lay,
                     slot_at=list(slot))
+
+
+def _slot_code(st: dict, parts: tuple) -> tuple:
+    """An exit slot's parts laid end to end, worked out once per list of
+    parts: their code, every hole as a _Shape has it (offset from the
+    slot's start; the count part's own count named count@op, as it takes
+    another value than uncount's) and where the last part starts."""
+    by_name = _shapes_of(st)
+    hit = by_name.slots.get(parts)
+    if hit is None:
+        code, holes, pos, last = [], [], 0, 0
+        for part in parts:
+            sh = by_name[part]
+            code.append(sh.code)
+            for offset, kind, how, wide, end, name in sh.holes:
+                if part == "count" and kind == "count":
+                    kind = "count@op"
+                holes.append((pos + offset, kind, how, wide, pos + end, name))
+            last, pos = pos, pos + sh.size
+        hit = by_name.slots[parts] = (b"".join(code), tuple(holes), last)
+    return hit
+
+
+_INT3S = bytes([INT3]) * 4096
 
 
 def _fill_slot(out: bytearray, lay: _Layout, ex: Exit, idx: int, body: int, slot_at: list,
@@ -617,7 +734,7 @@ def _fill_slot(out: bytearray, lay: _Layout, ex: Exit, idx: int, body: int, slot
     one in reach (returns True), else the crossing to the interpreter."""
     ctx = lay.ctx
     at, slot = body + slot_at[idx], slot_at[idx + 1] - slot_at[idx]
-    out[at:at + slot] = bytes([INT3]) * slot
+    out[at:at + slot] = _INT3S[:slot] if slot <= len(_INT3S) else bytes([INT3]) * slot
     values = {"resume_ip": ctx.code_addr + 8 * ex.pc, "cell": ex.head,
               "heat": (ctx.heat or 0) + 8 * idx, "rec_table": ctx.rec_table,
               "shared": ("at", body + slot_at[-1])}
@@ -627,8 +744,8 @@ def _fill_slot(out: bytearray, lay: _Layout, ex: Exit, idx: int, body: int, slot
     name = f"exit to pc {ex.pc}"
     if link is not None:
         values["link"] = link
-        for part in _exit_parts(ctx, ex, linked=True):
-            at = _patch_part(out, lay, part, at, values, name, body, slot_at, base)
+        _patch_parts(out, lay, _exit_parts(ctx, ex, linked=True), at, values, name, body,
+                     slot_at, base)
         return True
     if ctx.count and ex.uncount is not None:
         values["count"] = 8 * ex.uncount
@@ -639,18 +756,15 @@ def _fill_slot(out: bytearray, lay: _Layout, ex: Exit, idx: int, body: int, slot
         values["handler"] = values["handler_abs"] = ctx.handler_addrs[ctx.code[ex.pc][0]]
         # the jmp's rel32 ends 4 bytes into the slot's last part at the latest
         far = base is not None and not -(1 << 31) < values["handler"] - (base + at) < (1 << 31) - 4096
-    for part in _exit_parts(ctx, ex, far):
-        v = values
-        if part == "count":
-            v = {**values, "count": 8 * ctx.code[ex.pc][0]}
-        at = _patch_part(out, lay, part, at, v, name, body, slot_at, base)
+    if ctx.count:
+        values["count@op"] = 8 * ctx.code[ex.pc][0]
+    _patch_parts(out, lay, _exit_parts(ctx, ex, far), at, values, name, body, slot_at, base)
     return False
 
 
-def _patch_part(out, lay: _Layout, part: str, at: int, values: dict, name: str, body: int,
-                slot_at: list, base: int | None) -> int:
-    """One part of an exit slot at `at`; returns where the next part goes."""
-    shape = _shapes_of(lay.st)[part]
-    out[at:at + shape.size] = shape.code
-    _fill(out, lay.st[part], shape, at, values, name, body, slot_at, base)
-    return at + shape.size
+def _patch_parts(out, lay: _Layout, parts: tuple, at: int, values: dict, name: str, body: int,
+                 slot_at: list, base: int | None) -> None:
+    """Parts of an exit slot (or the shared exit code), from `at` on."""
+    code, holes, _ = _slot_code(lay.st, parts)
+    out[at:at + len(code)] = code
+    _fill(out, holes, at, values, name, body, slot_at, base)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import replace
 
 from .. import isa
 from ..errors import JitError
+from ..record import replace
 from .memory import CodeMemory, MemoryError_
 from .report import JitStats, TraceInfo
 from .trace import Trace
@@ -77,11 +77,8 @@ class Installer:
             ctx.rec_table = self.rec_table
             ctx.traces_at = dict(self.traces_at)
         jit_compile = trace_compiler()
-        t_opt = time.thread_time_ns()
-        lowering = jit_compile.lower(trace, ctx)           # the optimizer
-        optimize_ns = time.thread_time_ns() - t_opt
         # laid out once: its size decides where it goes, then it is patched there
-        compiled = jit_compile.compile_trace(trace, ctx, None, size_only=True, lowering=lowering)
+        compiled, optimize_ns = self._lay_out(trace, ctx, jit_compile)
         if len(compiled.code) > self.max_trace_bytes:
             self.stats.declined.append((trace.start, f"{len(compiled.code)} bytes of code, "
                                         f"more than the {self.max_trace_bytes} allowed"))
@@ -119,6 +116,42 @@ class Installer:
             info.compile_ns = time.thread_time_ns() - t_in - optimize_ns
         if not side:             # a side trace is reached only through its side exit
             self._enter_at(trace.start, address)
+
+    def _lay_out(self, trace: Trace, ctx, jit_compile) -> tuple:
+        """The trace laid out (compile_trace's, size_only), and the
+        optimizer's time: from the plan an earlier run kept when the trace
+        cache has one (no optimizer then: its time is 0, the plan's is
+        copy-and-patch's), else optimized and laid out, and the plan kept."""
+        cache = self.jit.trace_cache
+        key = plan = None
+        if cache is not None:
+            key = cache.key_of(trace)
+            plan = cache.get(key)
+            if plan is not None and not cache.verify:
+                try:
+                    compiled = jit_compile.from_plan(plan, trace, ctx)
+                    cache.hits += 1
+                    return compiled, 0
+                except jit_compile.CompileError:
+                    cache.drop(key)       # it does not fit: compiled again, kept anew
+                    plan = None
+        t_opt = time.thread_time_ns()
+        lowering = jit_compile.lower(trace, ctx)           # the optimizer
+        optimize_ns = time.thread_time_ns() - t_opt
+        compiled = jit_compile.compile_trace(trace, ctx, None, size_only=True, lowering=lowering)
+        if cache is not None:
+            made = jit_compile.plan_of(compiled, trace)
+            if plan is not None:        # verify: the kept plan is what compiling made, and
+                # placing it places the same code (here at address 0)
+                if made != plan or jit_compile.place(
+                        jit_compile.from_plan(plan, trace, ctx), None, symbols=False).code != \
+                        jit_compile.place(compiled, None, symbols=False).code:
+                    raise JitError(f"trace cache ({cache.path}): the plan kept for the trace "
+                                   f"at pc {trace.start} is not what compiling it makes")
+                cache.hits += 1
+            else:
+                cache.put(key, made)
+        return compiled, optimize_ns
 
     def _link_in(self, info: TraceInfo, start: int, address: int, compiled) -> None:
         """The new trace's unlinked exits wait for a trace at their pc; the

@@ -21,18 +21,18 @@ still finds them there leaves without a reload (`Piece.kept`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from itertools import accumulate
 
 from .. import isa
+from ..record import field, record
 from .defaults import LEVELS     # there, so the CLI shows them without loading the JIT
 from .fuse import TAKES, VirtualStack
 from .reglocals import keep_locals
 from .trace import Trace, TraceOp
 
 
-@dataclass(slots=True)         # made two or three times per instruction: kept small
+@record(slots=True)         # made two or three times per instruction: kept small
 class Piece:
     stencil: str
     values: dict
@@ -42,7 +42,7 @@ class Piece:
     kept: bool = False           # --cache K: its exits leave with the K values in registers
 
 
-@dataclass
+@record
 class Cache:
     """A trace entered with K cached values in registers (c0, the top, first),
     and what the optimizer asks of a stencil by name: the registers it writes
@@ -52,7 +52,7 @@ class Cache:
     leaves: object
 
 
-@dataclass
+@record
 class Lowered:
     pieces: list[Piece] = field(default_factory=list)
     labels: dict[int, int] = field(default_factory=dict)   # pc -> piece where d = 0, a jump target

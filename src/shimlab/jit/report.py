@@ -3,12 +3,12 @@ JitStats, the --stats report and the traces' time by phase (record,
 optimize, compile).  Numpy-free: a run's --stats imports it."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 
 from .. import fits, isa
+from ..record import field, record
 
 
-@dataclass
+@record
 class TraceInfo:
     index: int
     start: int
@@ -52,7 +52,7 @@ class TraceInfo:
                                                   for i in range(len(self.exits))]
 
 
-@dataclass
+@record
 class JitStats:
     traces: list[TraceInfo] = field(default_factory=list)
     declined: list[tuple[int, str]] = field(default_factory=list)   # (header pc, why)
@@ -81,6 +81,13 @@ def report(jit, counts=None) -> str:
     if s.start_ns:
         lines.append(f"  the JIT's start (stencils loaded before the first trace): "
                      f"{s.start_ns / 1e6:.1f} ms")
+    cache = jit.trace_cache
+    if cache is not None:
+        lines.append(f"  trace cache ({jit.trace_cache_setting}): {cache.hits} of "
+                     f"{len(s.traces)} trace(s) placed from plans earlier runs kept "
+                     f"({cache.path})")
+    elif jit.ready:
+        lines.append("  trace cache: off (every trace optimized and laid out)")
     lines += trace_times(s.traces)
     ran = [t.executed() for t in s.traces]
     if counts is not None and None not in ran:

@@ -44,7 +44,7 @@ class Jit:
                  verify_wx: bool = False,
                  source: str = "peachpy", entry_sites: int | None = None,
                  opt: int = 0, link: bool | None = None, side_threshold: int | None = None,
-                 regions: bool = True):
+                 regions: bool = True, trace_cache: str | bool | None = False):
         """stretches: (first pc, end pc) of straight-line code to compile as
         traces before the first run (benchmarks place their crossings so);
         record=False: never record hot loops; stencils: {"DUP": "DUP:mine"}
@@ -58,7 +58,11 @@ class Jit:
         threshold) records a trace from where it resumes and jumps to it,
         and every exit to where a trace starts jumps into that trace;
         regions (from opt 1): a loop trace takes in the short paths its
-        recording did not take (trace.add_blocks) instead of side traces."""
+        recording did not take (trace.add_blocks) instead of side traces;
+        trace_cache: place traces recorded again from the plans earlier
+        runs kept (jit/trace_cache.py: "on"/True, "verify", "off"/False, the
+        default, or None: as $SHIMLAB_TRACE_CACHE says, on when unset:
+        `shimlab run`'s default)."""
         if threshold < 1:
             raise JitError("--jit-threshold must be at least 1")
         f = self.ffi = ffi()
@@ -133,12 +137,19 @@ class Jit:
         self.retries: dict[int, int] = {}
         self.error: BaseException | None = None
         self._t0: int | None = None       # when the recording being compiled was handed over
+        if trace_cache is False:
+            self.trace_cache_setting = "off"
+        else:                             # None: $SHIMLAB_TRACE_CACHE says
+            from . import trace_cache as tc
+            self.trace_cache_setting = tc.setting(trace_cache)
+        self.overrides = overrides
+        self.trace_cache = None           # opened by _ready when the setting allows
 
     def _ready(self) -> None:
-        """The stencils loaded (or built) and what compiling needs of them
-        worked out (each one's holes, the exit slots' size), once, before
-        the first trace: so a trace's compile time is its own.  Their time is
-        the JIT's start (stats.start_ns)."""
+        """The stencils loaded (or built) and the exit slots' size worked
+        out, once, before the first trace: so a trace's compile time is its
+        own (but for a few microseconds the first time it uses a stencil,
+        compile._shape).  Their time is the JIT's start (stats.start_ns)."""
         if self.ready:
             return
         t0 = time.thread_time_ns()
@@ -149,8 +160,35 @@ class Jit:
         ctx = self.context(0)
         ctx.tallies, ctx.heat = (0 if self.want_stats else None), (0 if self.link else None)
         trace_compiler().prepare(ctx)
+        self.trace_cache = self._open_trace_cache()
         self.ready = True
         self.stats.start_ns = time.thread_time_ns() - t0
+
+    def _open_trace_cache(self):
+        """The plans of earlier runs of this program under these options, or
+        None: the cache is off, or a trace's stencils are not only the
+        artifact's (--stencil, a registered prototype, clang-built ones)."""
+        from . import trace_cache
+        setting = self.trace_cache_setting
+        store = _stencil_store()
+        if setting == "off" or self.overrides or self.source != "peachpy" or store.registered():
+            return None
+        spec = modes.get(self.mode)
+        digests = (store.digest(self.state),
+                   store.digest(self.trace_state) if spec.trace_order else "")
+        if None in digests:
+            return None
+        build = self.loaded.build
+        # everything a layout depends on besides the trace itself (its
+        # instructions are each plan's own key) and the program (the file's)
+        options = (self.mode, self.opt, bool(build.count), build.cache,
+                   int(self.loaded.vm.tape_len), self.want_stats, self.link, self.source,
+                   tuple(sorted(self.state.items())), digests)
+        try:
+            return trace_cache.TraceCache(options, self.code, self.loaded.program.consts,
+                                          verify=setting == "verify")
+        except (ValueError, OSError):      # (a key marshal cannot write): compile as without
+            return None
 
     # -- the run stopped with SL_JIT_RECORDED ----------------------------------------
     def recorded(self) -> None:
@@ -291,3 +329,5 @@ class Jit:
 
     def close(self) -> None:
         self.memory.release()
+        if self.trace_cache is not None:
+            self.trace_cache.save()

@@ -9,11 +9,12 @@ artifact or the source tree, and the JIT and `stencil_check` find it by name
 like a built stencil.  This is how a notebook tries a stencil out."""
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
+import marshal
+import sys
+import zlib
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -21,8 +22,10 @@ import peachpy_stencils.build
 
 from .. import isa
 from ..abi import contract
+from ..atomicfile import write_atomic
 from ..paths import build_root
-from ..stencil import PLACEHOLDER, Stencil, StencilError, disassemble
+from ..record import field, record, replace
+from ..stencil import PLACEHOLDER, Hole, Stencil, StencilError, disassemble
 
 
 def artifact_path(state: dict | None = None) -> Path:
@@ -77,29 +80,118 @@ def _merged(items: tuple) -> dict:
 
 @lru_cache(maxsize=None)
 def _load(items: tuple) -> dict:
-    """The standard stencils (peachpy_stencils/'s families), from the artifact."""
+    """The standard stencils (peachpy_stencils/'s families), from the artifact
+    (through its prepared form when that is current: _from_prepared)."""
     state = dict(items)
     build = peachpy_stencils.build
-    build.require_peachpy()
     path = artifact_path(state)
     want = build.input_hash(state)
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        raw = None
+    if raw is not None:
+        st = _from_prepared(path, raw, want)
+        if st is not None:
+            _DIGESTS[items] = hashlib.sha1(raw).hexdigest()
+            return st
     data = None
-    if path.exists():
+    if raw is not None:
         try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
+            data = json.loads(raw)
+        except ValueError:
             data = None
     if not isinstance(data, dict) or data.get("hash") != want:
         try:
             data = build.write(path, state)
         except StencilError as e:
             raise StencilError(f"stencil build failed: {e}") from None
-    return {name: Stencil.from_json(d) for name, d in data["stencils"].items()}
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            raw = None
+    st = {name: Stencil.from_json(d) for name, d in data["stencils"].items()}
+    if raw is not None:
+        _write_prepared(path, raw, want, st)
+        _DIGESTS[items] = hashlib.sha1(raw).hexdigest()
+    return st
+
+
+# state items -> SHA-1 of the artifact's bytes the standard stencils were read from
+_DIGESTS: dict = {}
+
+
+def digest(state: dict | None = None) -> str | None:
+    """Which artifact the standard stencils came from (the SHA-1 of its bytes;
+    None if unknown): what jit/trace_cache.py's traces were made with."""
+    items = _items(state)
+    _load(items)
+    return _DIGESTS.get(items)
+
+
+def registered() -> bool:
+    """Whether any stencil is registered at run time (register)."""
+    return bool(_extra)
+
+
+# -- the artifact's prepared form ----------------------------------------------------
+# Parsing the JSON artifact and making its ~600 stencils took ~4.5 ms of every
+# JIT process's start (issue 24).  Beside it, stencils-*.prepared holds the
+# same stencils as marshal data, made from the JSON by this module: current
+# when it names the JSON's exact bytes (their SHA-1: an artifact rebuilt, or
+# edited, is seen) and the inputs' hash, and whole (a CRC of its payload:
+# a damaged file is made again from the JSON, never read as stencils).
+
+_PREPARED_MAGIC = b"SLSTP1" + bytes(sys.version_info[:2])   # the format; marshal's Python
+_PREPARED_HEAD = len(_PREPARED_MAGIC) + 4                   # then the payload's CRC-32
+
+
+def prepared_path(path: Path) -> Path:
+    return path.with_suffix(".prepared")
+
+
+def _from_prepared(path: Path, raw: bytes, want: str) -> dict | None:
+    """The stencils of the artifact whose bytes are `raw`, from its prepared
+    form; None when that is missing, stale or damaged."""
+    try:
+        blob = prepared_path(path).read_bytes()
+    except OSError:
+        return None
+    payload = blob[_PREPARED_HEAD:]
+    if blob[:len(_PREPARED_MAGIC)] != _PREPARED_MAGIC or \
+            int.from_bytes(blob[len(_PREPARED_MAGIC):_PREPARED_HEAD], "little") != zlib.crc32(payload):
+        return None
+    try:
+        digest, hash_, names, codes, holes, docs, listings, flags = marshal.loads(payload)
+    except (ValueError, EOFError, TypeError):
+        return None
+    if digest != hashlib.sha1(raw).digest() or hash_ != want:
+        return None
+    seen: dict = {}       # the same hole in many stencils: one (immutable) Hole
+    return {name: Stencil(name, code, tuple([seen.get(h) or seen.setdefault(h, Hole(*h))
+                                             for h in hs]), doc, listing, flag)
+            for name, code, hs, doc, listing, flag in zip(names, codes, holes, docs, listings,
+                                                          flags)}
+
+
+def _write_prepared(path: Path, raw: bytes, want: str, st: dict) -> None:
+    values = list(st.values())
+    payload = marshal.dumps((hashlib.sha1(raw).digest(), want, tuple(st),
+                             tuple(s.code for s in values),
+                             tuple(tuple((h.offset, h.width, h.kind) for h in s.holes)
+                                   for s in values),
+                             tuple(s.doc for s in values), tuple(s.disassembly for s in values),
+                             tuple(s.flags_in for s in values)))
+    try:
+        write_atomic(prepared_path(path),
+                     _PREPARED_MAGIC + zlib.crc32(payload).to_bytes(4, "little") + payload)
+    except OSError:
+        pass            # a read-only build dir: the JSON again next time
 
 
 # -- prototypes from files: peachpy_stencils/'s other modules and $SHIMLAB_STENCILS ---------
 
-@dataclass
+@record
 class Prototypes:
     stencils: dict = field(default_factory=dict)   # name -> Stencil, the usable ones
     origin: dict = field(default_factory=dict)     # name -> "file:line"
@@ -185,6 +277,7 @@ def _prototypes(items: tuple) -> Prototypes:
 
 def _clear() -> None:
     _load.cache_clear()
+    _DIGESTS.clear()
     _prototypes.cache_clear()
     _MERGED.clear()
 
@@ -340,8 +433,7 @@ def register(stencil):
         raise StencilError(f"stencil {stencil.name} comes from {where} already: register "
                            f"the prototype under another variant name")
     if not stencil.disassembly:
-        stencil = dataclasses.replace(stencil,
-                                      disassembly=disassemble(stencil.code, stencil.holes))
+        stencil = replace(stencil, disassembly=disassemble(stencil.code, stencil.holes))
     _extra[stencil.name] = stencil
     return stencil
 

@@ -4,16 +4,16 @@ how the trace ends (back to its start, or out to the interpreter)."""
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass, field
 
 from .. import isa
 from ..isa import Flow
+from ..record import field, record
 
 # Instructions that have stencils (isa.Instr.no_stencil); every other one ends a trace.
 TRACEABLE = isa.TRACEABLE
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TraceOp:
     pc: int
     op: int
@@ -38,7 +38,7 @@ _STRAIGHT = frozenset(op for op, ins in enumerate(isa.INSTRUCTIONS)
                       if ins.flow not in (Flow.BRANCH, Flow.BACKEDGE, Flow.BACKEDGE_BRANCH))
 
 
-@dataclass
+@record
 class Trace:
     start: int
     ops: list[TraceOp] = field(default_factory=list)

@@ -1,0 +1,189 @@
+"""Traces laid out by earlier runs of a program, kept between processes: a
+trace recorded again is placed from its plan (compile.plan_of: pieces,
+sizes, exits, no address) instead of being optimized and laid out again,
+which was about half of each trace's ~0.3 ms (issue 24).
+
+One file a program and set of options (build/traces/), read when the JIT
+starts and written when it closes if it compiled a trace the file lacked.
+A plan is used only under the exact key it was made under: the file's
+(the program's code and constants, the mode and every option that changes
+a layout, the stencil artifacts' bytes, the source of every module that
+decides a plan, Python's version) and the trace's own (its every
+instruction).  A file that is damaged (its CRC), of another format or
+made under another key is ignored and replaced.  SHIMLAB_TRACE_CACHE=0
+(`shimlab run --no-trace-cache`) turns it off; =verify compiles every trace
+anyway and fails if a plan differs from what compiling made.
+"""
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+import sys
+import zlib
+from functools import lru_cache
+from operator import attrgetter
+from pathlib import Path
+
+from ..atomicfile import write_atomic
+from ..errors import JitError
+from ..paths import SRC, build_root
+from .trace import TraceOp
+
+FORMAT = b"SLTC1" + bytes(sys.version_info[:2])    # the file's layout; marshal's Python
+_HEAD = len(FORMAT) + 4                             # then the payload's CRC-32
+MAX_FILES = 256           # the folder keeps the most recently written this many
+SETTINGS = ("on", "off", "verify")
+# the modules whose code decides a trace's plan: an edit to any changes every key
+_SOURCES = ("jit/compile.py", "jit/optimize.py", "jit/fuse.py", "jit/reglocals.py",
+            "jit/trace.py", "jit/trace_cache.py", "isa.py", "modes.py", "stencil.py",
+            "record.py", "abi/contract.py")
+
+
+class TraceCacheError(JitError):
+    pass
+
+
+def setting(value: str | bool | None = None) -> str:
+    """"on", "off" or "verify": `value` (True/False for on/off), else
+    $SHIMLAB_TRACE_CACHE (0 or off, 1 or on, verify; unset: on)."""
+    if value is True or value is False:
+        return "on" if value else "off"
+    raw = os.environ.get("SHIMLAB_TRACE_CACHE", "on") if value is None else value
+    v = {"0": "off", "1": "on", "": "on"}.get(raw.strip().lower(), raw.strip().lower())
+    if v not in SETTINGS:
+        raise TraceCacheError(f"SHIMLAB_TRACE_CACHE={raw}: choose on, off or verify "
+                              "(or 1, 0)")
+    return v
+
+
+def folder() -> Path:
+    return build_root() / "traces"
+
+
+@lru_cache(maxsize=None)
+def code_digest() -> str:
+    """The source of the modules that decide a plan, hashed."""
+    h = hashlib.sha1()
+    for rel in _SOURCES:
+        p = SRC / "shimlab" / rel
+        h.update(rel.encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+# every field of a trace's instruction that its equality compares (all but its
+# name, which its opcode decides): a field added to TraceOp joins the key
+_OP_FIELDS = attrgetter(*[f.name for f in TraceOp.__record_fields__ if f.compare])
+
+
+def trace_key(trace) -> bytes:
+    """What a trace is, for its plan: every instruction as recorded, its
+    start and end, as text (compared whole, never by a hash alone; repr,
+    not marshal, whose bytes for equal values depend on what else refers
+    to them)."""
+    return repr((trace.start, trace.closed, trace.end_pc,
+                 tuple(map(_OP_FIELDS, trace.ops)))).encode()
+
+
+class TraceCache:
+    """The plans of one program under one key (options: a tuple of plain
+    values that decides every layout, the stencils' digests among them)."""
+
+    def __init__(self, options: tuple, code, consts, verify: bool = False):
+        self.key = (code_digest(), options,
+                    hashlib.sha1(repr((list(code), list(consts))).encode()).hexdigest())
+        self.path = folder() / (hashlib.sha1(repr(self.key).encode()).hexdigest()[:24] + ".bin")
+        self.verify = verify
+        self.plans: dict = self._read()
+        self.new = 0              # plans made in this process (save writes them)
+        self.hits = 0             # traces placed from a plan (install counts them)
+
+    def _read(self) -> dict:
+        try:
+            blob = self.path.read_bytes()
+        except OSError:
+            return {}
+        payload = blob[_HEAD:]
+        if blob[:len(FORMAT)] != FORMAT or \
+                int.from_bytes(blob[len(FORMAT):_HEAD], "little") != zlib.crc32(payload):
+            return {}
+        try:
+            key, plans = marshal.loads(payload)
+        except (ValueError, EOFError, TypeError):
+            return {}
+        if key != self.key or not isinstance(plans, dict):
+            return {}
+        return plans
+
+    @staticmethod
+    def key_of(trace) -> bytes:
+        return trace_key(trace)
+
+    # The file maps the SHA-1 of a trace's key to marshal data of (its key,
+    # its plan): reading the file makes no plan (a few hundred of them, as
+    # objects, took ~3 ms); a plan is made when its trace is recorded, and
+    # used only if the key it holds is the trace's, byte for byte.
+    def get(self, key: bytes):
+        blob = self.plans.get(hashlib.sha1(key).digest())
+        if blob is None:
+            return None
+        try:
+            held, plan = marshal.loads(blob)
+        except (ValueError, EOFError, TypeError):
+            return None
+        return plan if held == key else None
+
+    def put(self, key: bytes, plan) -> None:
+        if plan is None:
+            return
+        try:
+            blob = marshal.dumps((key, plan))
+        except ValueError:            # a value marshal cannot write: not kept
+            return
+        self.plans[hashlib.sha1(key).digest()] = blob
+        self.new += 1
+
+    def drop(self, key: bytes) -> None:
+        self.plans.pop(hashlib.sha1(key).digest(), None)
+
+    def save(self) -> None:
+        """Writes the plans if this process made any (best effort: a
+        read-only build directory keeps none), and keeps the folder to
+        MAX_FILES files."""
+        if not self.new:
+            return
+        payload = marshal.dumps((self.key, self.plans))
+        try:
+            write_atomic(self.path, FORMAT + zlib.crc32(payload).to_bytes(4, "little") + payload)
+            self.new = 0
+            _prune(self.path.parent)
+        except OSError:
+            pass
+
+
+def _prune(where: Path) -> None:
+    files = list(where.glob("*.bin"))
+    if len(files) <= MAX_FILES:
+        return
+    def age(p: Path) -> float:
+        try:
+            return p.stat().st_mtime
+        except OSError:
+            return 0.0
+    for p in sorted(files, key=age)[:len(files) - MAX_FILES]:
+        try:
+            p.unlink()
+        except OSError:
+            pass
+
+
+def clear() -> int:
+    """Removes every kept plan; returns how many files went."""
+    n = 0
+    for p in folder().glob("*.bin") if folder().is_dir() else ():
+        try:
+            p.unlink()
+            n += 1
+        except OSError:
+            pass
+    return n

@@ -1,0 +1,393 @@
+"""The trace cache (jit/trace_cache.py): a trace recorded again is placed
+from the plan an earlier run kept, and that must be exactly what compiling
+it would place; a plan is used only under the key it was made under; a
+damaged or stale file is replaced, never read as plans; off is off.
+
+JIT code runs in forked children (isolate.call), as in test_jit.py; every
+test keeps its plans in a folder of its own."""
+from __future__ import annotations
+
+import marshal
+import os
+import subprocess
+import sys
+import zlib
+
+import pytest
+
+from conftest import EXAMPLES, get_build, interpreter_configs
+from shimlab import isolate, oracle, vm
+from shimlab.frontend import compile_text, load_program
+from shimlab.jit import install, stencil_store, trace_cache
+
+TAIL = sorted({cc for mode, cc in interpreter_configs() if mode == "tailcall"})
+JIT_CC = TAIL[0] if TAIL else None
+pytestmark = pytest.mark.skipif(JIT_CC is None, reason="no compiler here builds the JIT modes")
+
+BASE = 0x7F00_1234_0000
+LOOPS_BF = (EXAMPLES / "bf" / "nested.bf").read_text()     # loops hot by default
+MANDEL = EXAMPLES / "bf" / "mandel.bf"
+SIEVE_PY = EXAMPLES / "minipy" / "sieve.py"
+
+
+@pytest.fixture(autouse=True)
+def plans_folder(monkeypatch, tmp_path):
+    """Plans kept in the test's own folder (the forked runs inherit it)."""
+    folder = tmp_path / "traces"
+    monkeypatch.setattr(trace_cache, "folder", lambda: folder)
+    return folder
+
+
+def _runs(program, runs, data=b"", count=False):
+    """runs: [(mode, jit options)], one after another in one forked child (as
+    separate processes would, each its own Loaded); returns per run (its
+    Result, traces, traces placed from plans, the cache file or None)."""
+    builds = [get_build(mode, JIT_CC, count=count, cache=opts.get("_k", 0))
+              for mode, opts in runs]
+
+    def child():
+        out = []
+        for b, (_, opts) in zip(builds, runs):
+            opts = {k: v for k, v in opts.items() if k != "_k"}
+            with vm.Loaded(b, program, data, jit=opts) as loaded:
+                result = loaded.run()
+                tc = loaded.jit.trace_cache
+                out.append((result, len(loaded.jit.stats.traces), tc.hits if tc else None,
+                            str(tc.path) if tc else None))
+        return out
+    return isolate.call(f"trace cache runs of {program.name}", child, timeout=120)
+
+
+def _same(a, b):
+    assert (a.output, a.status, a.err_pc, a.tape, a.head, a.counts) == \
+        (b.output, b.status, b.err_pc, b.tape, b.head, b.counts)
+
+
+def _bf(src=LOOPS_BF):
+    return compile_text(src, "loops.bf", "bf", 1)
+
+
+# ---- a plan places what compiling places -----------------------------------------------
+
+CONFIGS = [("jit-direct", {"opt": 3}), ("jit-direct", {"opt": 0}), ("jit-direct", {"opt": 1}),
+           ("jit-direct", {"opt": 3, "stats": True}), ("jit-trampoline", {"opt": 3}),
+           ("jit-table", {"opt": 2}), ("jit-shim", {"opt": 3}),
+           ("jit-direct-handler", {"opt": 3}), ("jit-direct", {"opt": 3, "_k": 2}),
+           ("jit-trampoline", {"opt": 2, "_k": 3, "stats": True})]
+
+
+@pytest.mark.parametrize("mode, opts", CONFIGS)
+@pytest.mark.parametrize("path", [MANDEL, SIEVE_PY])
+def test_a_plan_places_exactly_what_compiling_places(mode, opts, path):
+    """Every trace of a run, laid out as the JIT does it, then through its
+    plan (marshal and back, as a file keeps it): placed at two addresses,
+    the code, exits, links, symbols and tallies are the same."""
+    program = load_program(path)
+    build = get_build(mode, JIT_CC, count=bool(opts.get("stats")), cache=opts.get("_k", 0))
+    jit = {k: v for k, v in opts.items() if k != "_k"}
+
+    def child():
+        checked = []
+        orig = install.Installer._lay_out
+
+        def lay_out(self, trace, ctx, jit_compile):
+            compiled, ns = orig(self, trace, ctx, jit_compile)
+            plan = jit_compile.plan_of(compiled, trace)
+            assert plan is not None, f"trace at pc {trace.start} has no plan"
+            again = jit_compile.from_plan(marshal.loads(marshal.dumps(plan)), trace, ctx)
+            for base in (BASE, BASE + 0x2_3440):
+                a, b = jit_compile.place(compiled, base), jit_compile.place(again, base)
+                for name in ("code", "body_size", "slot_size", "exits", "symbols", "patch_at",
+                             "linked", "folded", "entry_tally", "block_ops", "retakes",
+                             "entry_stub", "slot_at"):
+                    assert getattr(a, name) == getattr(b, name), (trace.start, name)
+            checked.append(len(trace.ops))
+            return compiled, ns
+        install.Installer._lay_out = lay_out
+        with vm.Loaded(build, program, b"", jit=jit) as loaded:
+            result = loaded.run()
+        return result, checked
+    result, checked = isolate.call(f"{mode} {path.name}", child, timeout=120)
+    assert checked, "no trace was compiled"
+    assert result.output == path.with_suffix(".out").read_bytes()
+
+
+# ---- a warm run ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode, opts", [c for c in CONFIGS if c[0] != "jit-direct"
+                                        or c[1] in ({"opt": 3}, {"opt": 3, "stats": True})])
+def test_a_warm_run_places_every_trace_from_plans_and_verify_agrees(mode, opts, plans_folder):
+    program = load_program(MANDEL)
+    cold, warm, checked = _runs(program, [(mode, {**opts, "trace_cache": "on"}),
+                                          (mode, {**opts, "trace_cache": "on"}),
+                                          (mode, {**opts, "trace_cache": "verify"})],
+                                count=bool(opts.get("stats")))
+    assert cold[1] > 10 and cold[2] == 0 and cold[3] and os.path.exists(cold[3])
+    assert warm[2] == warm[1] == cold[1]          # every trace from a plan
+    assert checked[2] == checked[1] == cold[1]    # and each plan what compiling makes
+    want = MANDEL.with_suffix(".out").read_bytes()
+    for r in (cold, warm, checked):
+        assert r[0].output == want
+    _same(cold[0], warm[0])
+
+
+def test_plans_hold_for_random_bf_programs_against_the_oracle():
+    """Small programs, cold then warm then verify, each held to the oracle."""
+    import random
+    rng = random.Random(24)
+    for n in range(6):
+        body = "".join(rng.choice(["+", "-", ">+<", ">-<", ">>++<<"])     # (moves balanced)
+                       for _ in range(rng.randrange(3, 12)))
+        src = f"{'+' * (5 + n)}[>{body}>+<<-]>>[-<+>]<." + LOOPS_BF
+        program = compile_text(src, f"r{n}.bf", "bf", 1)
+        want = oracle.run(program, b"")
+        runs = _runs(program, [("jit-direct", {"trace_cache": "on", "threshold": 2})] * 2
+                     + [("jit-direct", {"trace_cache": "verify", "threshold": 2})], count=True)
+        for result, traces, hits, _ in runs:
+            assert result.output == want.output and result.tape == want.tape
+        assert runs[1][2] == runs[1][1] and runs[2][2] == runs[2][1]
+
+
+# ---- the key decides -------------------------------------------------------------------
+
+def test_other_options_or_another_program_use_no_plans(plans_folder):
+    program = _bf()
+    base = {"trace_cache": "on", "opt": 3}
+    runs = _runs(program, [("jit-direct", base), ("jit-direct", base),
+                           ("jit-direct", {**base, "opt": 2}),
+                           ("jit-trampoline", base), ("jit-direct", {**base, "stats": True})])
+    assert runs[0][2] == 0 and runs[1][2] == runs[1][1] > 0
+    assert [r[2] for r in runs[2:]] == [0, 0, 0]
+    assert len({r[3] for r in runs[2:]} | {runs[0][3]}) == 4          # a file each
+    other = _bf(LOOPS_BF + "+.")                                      # another program
+    (r,) = _runs(other, [("jit-direct", base)])
+    assert r[2] == 0 and r[3] != runs[0][3]
+
+
+def test_a_program_run_on_a_longer_tape_uses_no_plans():
+    program = _bf()
+    builds = get_build("jit-direct", JIT_CC)
+
+    def child():
+        hits = []
+        for tape in (30000, 30000, 40000):
+            with vm.Loaded(builds, program, b"", tape_len=tape,
+                           jit={"trace_cache": "on"}) as loaded:
+                loaded.run()
+                hits.append(loaded.jit.trace_cache.hits)
+        return hits
+    hits = isolate.call("tapes", child, timeout=60)
+    assert hits[0] == 0 and hits[1] > 0 and hits[2] == 0
+
+
+@pytest.mark.parametrize("what", ["code", "stencils"])
+def test_an_edit_to_the_compiler_or_the_stencils_makes_every_plan_stale(monkeypatch, what):
+    """The modules' source and the artifact's bytes are in the key: changed,
+    no plan is used, and the file is made again under the new key."""
+    program = _bf()
+    runs = _runs(program, [("jit-direct", {"trace_cache": "on"})] * 2)
+    assert runs[1][2] == runs[1][1] > 0
+    if what == "code":
+        monkeypatch.setattr(trace_cache, "code_digest", lambda: "an edited compile.py")
+    else:
+        real = stencil_store.digest
+        monkeypatch.setattr(stencil_store, "digest",
+                            lambda state=None: "rebuilt " + str(real(state)))
+    again = _runs(program, [("jit-direct", {"trace_cache": "on"})] * 2)
+    assert again[0][2] == 0 and again[1][2] == again[1][1]
+    assert again[0][3] != runs[0][3]
+
+
+def test_a_plan_held_under_another_traces_key_is_not_used(plans_folder):
+    """Each plan holds its trace's key whole: a plan filed under another
+    trace's hash (swapped by hand here) is not used, and the run is right."""
+    program = load_program(MANDEL)
+    (cold,) = _runs(program, [("jit-direct", {"trace_cache": "on"})])
+    path = cold[3]
+    key, plans = _read(path)
+    names = list(plans)
+    swapped = {names[i]: plans[names[(i + 1) % len(names)]] for i in range(len(names))}
+    _write(path, key, swapped)
+    (warm,) = _runs(program, [("jit-direct", {"trace_cache": "on"})])
+    assert warm[2] == 0 and warm[0].output == MANDEL.with_suffix(".out").read_bytes()
+
+
+# ---- damaged files ---------------------------------------------------------------------
+
+def _read(path):
+    blob = open(path, "rb").read()
+    return marshal.loads(blob[len(trace_cache.FORMAT) + 4:])
+
+
+def _write(path, key, plans):
+    payload = marshal.dumps((key, plans))
+    with open(path, "wb") as f:
+        f.write(trace_cache.FORMAT + zlib.crc32(payload).to_bytes(4, "little") + payload)
+
+
+@pytest.mark.parametrize("damage", ["empty", "garbage", "truncated", "bit flip", "other format"])
+def test_a_damaged_file_is_replaced_never_read(damage):
+    program = load_program(MANDEL)
+    (cold,) = _runs(program, [("jit-direct", {"trace_cache": "on"})])
+    path = cold[3]
+    blob = open(path, "rb").read()
+    bad = {"empty": b"", "garbage": b"\x00not a trace cache" * 50,
+           "truncated": blob[:len(blob) // 3],
+           # a byte of the plans: marshal still reads it, only the CRC tells
+           "bit flip": blob[:-300] + bytes([blob[-300] ^ 0x10]) + blob[-299:],
+           "other format": b"SLTC0" + blob[5:]}[damage]
+    open(path, "wb").write(bad)
+    damaged, warm = _runs(program, [("jit-direct", {"trace_cache": "on"})] * 2)
+    want = MANDEL.with_suffix(".out").read_bytes()
+    assert damaged[2] == 0 and damaged[0].output == want
+    assert warm[2] == warm[1] and warm[0].output == want           # made again
+
+
+@pytest.mark.parametrize("change", ["unknown stencil", "sizes", "hole values"])
+def test_a_plan_that_does_not_fit_its_stencils_is_compiled_again(change):
+    """A well-formed plan (its CRC made to match) that names a stencil the
+    artifact lacks, or sizes or holes not its stencils': the trace is
+    compiled, the plan made anew."""
+    program = load_program(MANDEL)
+    (cold,) = _runs(program, [("jit-direct", {"trace_cache": "on"})])
+    key, plans = _read(cold[3])
+    h, blob = next(iter(plans.items()))
+    tkey, plan = marshal.loads(blob)
+    plan = list(plan)
+    if change == "unknown stencil":
+        plan[0] = ("NO_SUCH_STENCIL",) + tuple(plan[0][1:])
+    elif change == "sizes":
+        plan[3] += 8
+    else:
+        plan[2] = (plan[2][0] + (1,),) + tuple(plan[2][1:])
+    plans[h] = marshal.dumps((tkey, tuple(plan)))
+    _write(cold[3], key, plans)
+    bad, warm = _runs(program, [("jit-direct", {"trace_cache": "on"})] * 2)
+    want = MANDEL.with_suffix(".out").read_bytes()
+    assert bad[2] == bad[1] - 1 and bad[0].output == want
+    assert warm[2] == warm[1] and warm[0].output == want
+
+
+def test_verify_fails_on_a_plan_that_differs_from_compiling():
+    """A plan that fits but says another thing (a hole value: what only a
+    wrong key could bring) is caught by verify, which compiles too."""
+    program = load_program(MANDEL)
+    (cold,) = _runs(program, [("jit-direct", {"trace_cache": "on"})])
+    key, plans = _read(cold[3])
+    for h, blob in plans.items():
+        tkey, plan = marshal.loads(blob)
+        held = plan[2]
+        k = next((i for i, v in enumerate(held) if v and all(isinstance(x, int) for x in v)),
+                 None)
+        if k is not None:
+            held = held[:k] + ((held[k][0] + 1,) + held[k][1:],) + held[k + 1:]
+            plans[h] = marshal.dumps((tkey, (plan[0], plan[1], held) + tuple(plan[3:])))
+            break
+    _write(cold[3], key, plans)
+    with pytest.raises(Exception, match="is not what compiling it makes"):
+        _runs(program, [("jit-direct", {"trace_cache": "verify"})])
+
+
+# ---- off, and what keeps no plans ----------------------------------------------------------
+
+def test_off_keeps_and_reads_no_plans(plans_folder, monkeypatch):
+    program = _bf()
+    runs = _runs(program, [("jit-direct", {})] * 2 + [("jit-direct", {"trace_cache": False})])
+    assert [r[3] for r in runs] == [None] * 3 and not plans_folder.exists()
+    monkeypatch.setenv("SHIMLAB_TRACE_CACHE", "0")
+    assert _runs(program, [("jit-direct", {"trace_cache": None})])[0][3] is None
+    monkeypatch.setenv("SHIMLAB_TRACE_CACHE", "verify")
+    assert _runs(program, [("jit-direct", {"trace_cache": None})])[0][3] is not None
+
+
+def test_a_registered_or_overriding_stencil_keeps_no_plans():
+    """A trace whose stencils are not all the artifact's has no key to be
+    kept under: a stencil registered at run time, or --stencil's, turns
+    the cache off for the run."""
+    from shimlab.record import replace
+    program = _bf()
+    build = get_build("jit-direct", JIT_CC)
+
+    def child():
+        std = stencil_store.standard()
+        mine = replace(std["CELL_ADD"], name="CELL_ADD:mine")
+        out = []
+        with stencil_store.extra_stencils([mine]):
+            for stencils in ({}, {"CELL_ADD": "CELL_ADD:mine"}):
+                with vm.Loaded(build, program, b"", jit={"trace_cache": "on",
+                                                         "stencils": stencils}) as loaded:
+                    loaded.run()
+                    out.append((loaded.jit.trace_cache, len(loaded.jit.stats.traces)))
+        return [(tc is None, n) for tc, n in out]
+    (off, n), (off2, n2) = isolate.call("overrides", child, timeout=60)
+    assert off and off2 and n > 0 and n2 > 0
+
+
+def test_the_folder_keeps_the_latest_files(plans_folder, monkeypatch):
+    monkeypatch.setattr(trace_cache, "MAX_FILES", 2)
+    for n in range(4):
+        _runs(_bf(LOOPS_BF + "+" * (n + 1) + "."), [("jit-direct", {"trace_cache": "on"})])
+    assert len(list(plans_folder.glob("*.bin"))) == 2
+
+
+def test_a_bad_setting_is_one_line_before_any_work():
+    from shimlab.errors import JitError
+    with pytest.raises(JitError, match="SHIMLAB_TRACE_CACHE=maybe: choose on, off or verify"):
+        trace_cache.setting("maybe")
+    env = {**os.environ, "SHIMLAB_TRACE_CACHE": "maybe"}
+    p = subprocess.run([sys.executable, "-m", "shimlab.cli", "run", str(EXAMPLES / "bf" /
+                        "hello.bf"), "--mode", "jit-direct"], capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.stderr.strip().splitlines() == [
+        "shimlab: SHIMLAB_TRACE_CACHE=maybe: choose on, off or verify (or 1, 0)"]
+
+
+def test_run_keeps_plans_by_default_and_stats_says_so(tmp_path):
+    """`shimlab run`: on unless told; --stats names the plans used; a second
+    run of the same program places every trace from them."""
+    prog = tmp_path / "p.bf"
+    prog.write_text(LOOPS_BF + "+" * 7 + "[>+++<-]>.")     # (a program of its own)
+    env = {k: v for k, v in os.environ.items() if k != "SHIMLAB_TRACE_CACHE"}
+
+    def run(*extra):
+        p = subprocess.run([sys.executable, "-m", "shimlab.cli", "run", str(prog), "--mode",
+                            "jit-direct", "--stats", *extra], capture_output=True, text=True,
+                           env=env, timeout=120)
+        assert p.returncode == 0, p.stderr
+        return [line for line in p.stderr.splitlines() if "trace cache" in line]
+    first, second = run(), run()
+    assert "trace cache (on): 0 of" in first[0]
+    n = second[0].split("trace cache (on): ")[1].split(" of ")[0]
+    assert int(n) > 0 and f"{n} of {n} trace(s)" in second[0]
+    assert run("--no-trace-cache") == ["  trace cache: off (every trace optimized and laid out)"]
+    import pathlib
+    pathlib.Path(second[0].rsplit("(", 1)[1].rstrip(")")).unlink()
+
+
+# ---- the benchmarks say whether it was on ------------------------------------------------
+
+def test_bench_whole_processes_run_with_the_cache_as_configured(monkeypatch):
+    """bench programs --corpus: whole processes with the trace cache off
+    (every process compiles every trace) unless --trace-cache; a JIT
+    configuration with it on has a key and a label of its own."""
+    from shimlab.bench import corpus_report, harness, whole
+    entries = corpus_report.entries_for(["mandel.bf"])
+    for on in (False, True):
+        cfgs = corpus_report.configs(entries, "cc", ["tailcall", "jit-direct"], [3], [0, 1],
+                                     whole=True, trace_cache=on)
+        jit_whole = [c for c in cfgs if c.mode == "jit-direct" and c.whole]
+        assert jit_whole and all(c.trace_cache == on for c in jit_whole)
+        assert not any(c.trace_cache for c in cfgs if c.mode == "tailcall" or not c.whole)
+        assert all(c.key.endswith("/tc") == on for c in jit_whole)
+        assert all(("tc" in corpus_report.label(c)) == on for c in jit_whole)
+        assert ("trace_cache" in jit_whole[0].describe()) == on
+        seen = {}
+
+        def one(cmd, stdin, env):
+            seen["env"] = env.get("SHIMLAB_TRACE_CACHE")
+            return 1, 1, b""
+        monkeypatch.setattr(whole, "_one", one)
+        whole.run_job({**jit_whole[0].job(0, 1, None)})
+        assert seen["env"] == ("1" if on else "0")
+    assert harness.Config("programs", "x.bf", "jit-direct", "cc").trace_cache is False
