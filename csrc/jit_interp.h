@@ -1,5 +1,5 @@
 /* What a JIT build (-DSL_JIT=SL_JIT_SHIM, SL_JIT_SHIM_ARGS or SL_JIT_DIRECT) adds to the
- * tail-call interpreter before its handlers: hot back-edge counters, the
+ * tail-call interpreter before its handlers: hot counters (back-edges, calls, returns), the
  * recorder's dispatch table, and the ENTER_JIT opcode.  The crossings
  * themselves are in crossing.h. */
 #ifndef SHIMLAB_JIT_INTERP_H
@@ -33,13 +33,18 @@ static sl_handler *const sl_rec_table[SL_NUM_DISPATCH] = {
     [0 ... SL_NUM_DISPATCH - 1] = sl_rec,
 };
 
-/* A back-edge counts down its target's counter; at zero, recording starts
- * there (unless a recording is already running). */
-#define BACKEDGE(n) do { \
-    ip += (n); \
+/* Arriving at ip by a back-edge, a call (ip: the function's entry) or a
+ * return (ip: the call's return point) counts down ip's counter; at zero,
+ * recording starts there (unless a recording is already running).  The JIT
+ * sets the counter of a pc that cannot start a trace to a countdown that
+ * never runs out (jit/policy.py). */
+#define JIT_ANCHOR() do { \
     if (--vm->jit_counters[ip - vm->code] <= 0 && table != (const void *)sl_rec_table) { \
         vm->rec_start = ip; vm->rec_len = 0; table = sl_rec_table; \
-    } \
+    } } while (0)
+#define BACKEDGE(n) do { \
+    ip += (n); \
+    JIT_ANCHOR(); \
     DISPATCH(); } while (0)
 
 #endif

@@ -47,7 +47,8 @@ typedef struct sl_vm {
     uint64_t *counts;                /* per opcode, builds with SL_COUNT_OPS */
     uint64_t cycles; int64_t ns;     /* TSC cycles and ns of the last sl_run */
     /* the JIT (builds with SL_JIT; see jit_interp.h): per-pc trace entry
-     * points and back-edge counters, and the recorder's buffer (sl_run and
+     * points and hot counters (loop headers, function entries, return points),
+     * and the recorder's buffer (sl_run and
      * sl_resume return SL_JIT_RECORDED when a recording is ready) */
     void **jit_entry; int64_t *jit_counters; const uint8_t *jit_traceable;
     const int32_t *jit_orig;         /* per pc: the opcode an ENTER_JIT replaced */
@@ -121,8 +122,10 @@ int sl_print_int(sl_vm *vm, int64_t v, int32_t sep);
 
 #define JUMPBY(n) do { ip += (n); DISPATCH(); } while (0)
 /* a loop back-edge: JIT builds count it (jit_interp.h) */
+/* a function's entry and a call's return point: JIT builds count them too */
 #ifndef SL_JIT
 #define BACKEDGE(n) JUMPBY(n)
+#define JIT_ANCHOR() ((void)0)
 #endif
 
 /* sl_interpret left because the recorder has a trace for the JIT to compile */
@@ -162,12 +165,12 @@ int sl_print_int(sl_vm *vm, int64_t v, int32_t sep);
     vm->frames[vm->depth].fp = fp; \
     vm->depth++; \
     fp = nfp_; sp = nfp_ + fn_->nlocals; ip = vm->code + fn_->entry; \
-    DISPATCH(); } while (0)
+    JIT_ANCHOR(); DISPATCH(); } while (0)
 #define RETURN_VALUE() do { \
     int64_t rv_ = POP(); \
     vm->depth--; sp = fp; fp = vm->frames[vm->depth].fp; \
     ip = vm->frames[vm->depth].ret_ip; PUSH(rv_); \
-    DISPATCH(); } while (0)
+    JIT_ANCHOR(); DISPATCH(); } while (0)
 
 #ifdef SL_COUNT_OPS
 #define SL_COUNT(op) (vm->counts[(op)]++)

@@ -49,13 +49,13 @@ typedef SL_PRESERVE_NONE int sl_handler(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, t
     vm->frames[vm->depth].fp = fp; \
     vm->depth++; \
     fp = nfp_; sp = nfp_ + fn_->nlocals; ip = vm->code + fn_->entry; \
-    SL_TAILCALL(); } while (0)
+    JIT_ANCHOR(); SL_TAILCALL(); } while (0)
 #undef RETURN_VALUE
 #define RETURN_VALUE() do { \
     int64_t rv_ = POP(); \
     vm->depth--; sp = fp; fp = vm->frames[vm->depth].fp; \
     ip = vm->frames[vm->depth].ret_ip; SL_CACHE_UNDER(rv_); \
-    SL_TAILCALL(); } while (0)
+    JIT_ANCHOR(); SL_TAILCALL(); } while (0)
 
 SL_PRESERVE_NONE int sl_op_DIV(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
 SL_PRESERVE_NONE int sl_op_LOAD_INT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);

@@ -41,7 +41,8 @@ def add_parser(sub, help_text: str) -> None:
     p.add_argument("--count", action="store_true",
                    help="print how many VM instructions ran, by opcode, on stderr")
     p.add_argument("--jit-threshold", default=DEFAULT_THRESHOLD, metavar="N",
-                   help=f"JIT modes: back-edges before a loop is traced (default "
+                   help=f"JIT modes: back-edges (calls, returns) before a loop (a "
+                        f"function's entry, a return point) is traced (default "
                         f"{DEFAULT_THRESHOLD}; 1 traces at once)")
     p.add_argument("--jit-opt", type=int, choices=LEVELS, default=DEFAULT_LEVEL,
                    metavar="LEVEL",

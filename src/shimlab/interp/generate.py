@@ -299,13 +299,13 @@ def _cached_prelude(k: int) -> str:
         "    vm->frames[vm->depth].fp = fp; \\\n"
         "    vm->depth++; \\\n"
         "    fp = nfp_; sp = nfp_ + fn_->nlocals; ip = vm->code + fn_->entry; \\\n"
-        "    SL_TAILCALL(); } while (0)\n",
+        "    JIT_ANCHOR(); SL_TAILCALL(); } while (0)\n",
         "#undef RETURN_VALUE\n",
         "#define RETURN_VALUE() do { \\\n"
         "    int64_t rv_ = POP(); \\\n"
         "    vm->depth--; sp = fp; fp = vm->frames[vm->depth].fp; \\\n"
         "    ip = vm->frames[vm->depth].ret_ip; SL_CACHE_UNDER(rv_); \\\n"
-        "    SL_TAILCALL(); } while (0)\n\n",
+        "    JIT_ANCHOR(); SL_TAILCALL(); } while (0)\n\n",
     ])
 
 

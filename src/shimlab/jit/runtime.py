@@ -17,6 +17,7 @@ from . import report as _report
 from .defaults import DEFAULT_THRESHOLD, LEVELS
 from .install import ENTER_JIT, Installer, trace_compiler
 from .memory import CodeMemory
+from .policy import initial_counters, records_nothing
 from .report import JitStats
 from .trace import TRACEABLE, Decline, Trace, TraceOp, add_blocks, first_of, from_recording
 
@@ -71,7 +72,9 @@ class Jit:
         self.threshold, self.want_stats = threshold, stats
         n = len(loaded.program.code)
         self.entry = f.new("void *[]", n)
-        self.counters = f.new("int64_t[]", [threshold if record else NEVER] * n)
+        # (every pc counts: loop headers, function entries, return points; policy.py)
+        self.counters = f.new("int64_t[]", initial_counters(loaded.program.code,
+                                                            threshold if record else NEVER))
         self.stretches = list(stretches)
         # a prototype in place of a standard stencil is checked before any
         # trace uses it: a stencil of another instruction would corrupt the VM
@@ -252,6 +255,10 @@ class Jit:
     def _side_recording(self, vm, rec, stop_pc, start, code_base, hot) -> None:
         """A hot side exit recorded the path from where it resumes: a trace
         from there to the first place that has a trace (its end jumps in)."""
+        if records_nothing(self.code, start):     # (policy.py: the exit never records again)
+            for info, i in hot:
+                info.heat[i] = NEVER
+            return
         self.stats.side_recordings += 1
         traced = frozenset(self.installer.traces_at)
         cut = first_of(rec, traced, 1)

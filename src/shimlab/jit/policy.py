@@ -1,0 +1,31 @@
+"""The JIT's recording policy: where a recording may start, and (runtime.py
+asks) whether what a side exit recorded is worth asking again.
+
+Every pc counts down towards a recording where the interpreter arrives
+there by a jump the JIT watches (jit_interp.h): a loop header at each of
+its back-edges, a function's entry at each call, a call's return point at
+each return.  So recursive and call-heavy code, whose hot paths have no
+loop, gets traces too: one from a function's entry up to its first call
+or return, one from each return point up to the next.  A pc whose
+instruction has no stencil never starts one: the recording would stop
+before its first instruction."""
+from __future__ import annotations
+
+from .. import isa
+
+NEVER = (1 << 63) - 1       # a countdown that never runs out
+
+
+def initial_counters(code, countdown: int) -> list[int]:
+    """Each pc's countdown to a recording: `countdown`, or NEVER where the
+    instruction has no stencil (CALL, RETURN, PRINT, HALT)."""
+    never = [ins.name not in isa.TRACEABLE for ins in isa.INSTRUCTIONS]
+    return [NEVER if never[op] else countdown for op, _ in code]
+
+
+def records_nothing(code, pc: int) -> bool:
+    """A recording from pc would be empty: its instruction has no stencil (a
+    side exit that resumes at a CALL or a RETURN, whose heat is then NEVER
+    at once rather than after a few empty recordings)."""
+    return not 0 <= pc < len(code) or \
+        isa.INSTRUCTIONS[code[pc][0]].name not in isa.TRACEABLE
