@@ -81,6 +81,22 @@ def test_balanced_loops_test_at_an_offset_and_do_not_move_the_head():
     assert "JUMP_IF_CELL_ZERO_AT" in _names(p) and "LOOP_IF_CELL_AT" in _names(p)
     assert "MOVE" not in _names(p) and "cell +3, " in disassemble(p)
     assert bf.balanced_loops(",[>]+[>+<-][[-]>]") == bytearray([0, 1, 0])
+    # a loop two levels in that moves the head: neither loop around it returns
+    # it, though the middle one's own moves add up to nothing (and I/O in the
+    # middle one does not change that)
+    assert bf.balanced_loops("[[[<]]]") == bytearray([0, 0, 0])
+    assert bf.balanced_loops("[[.[<]]]") == bytearray([0, 0, 0])
+    assert bf.balanced_loops("[>[.]<]") == bytearray([1, 0])
+
+
+@pytest.mark.parametrize("src", [">+[[[<]]]", ">+[[.[<]]]"])
+def test_a_scan_deep_inside_a_loop_moves_its_head(src):
+    """--bf-opt 1 once tested the outer loop at an offset from a head the
+    scan had moved (and ran off the tape where level 0 halts)."""
+    results = [oracle.run(bf.compile_source(src, "t", level), tape_len=64) for level in bf.LEVELS]
+    assert [(r.status, r.output, r.tape) for r in results] == \
+        [(results[0].status, results[0].output, results[0].tape)] * len(results)
+    assert results[0].status == isa.Error.OK
 
 
 def test_level_0_is_the_plain_folded_stream():

@@ -156,21 +156,22 @@ def balanced_loops(source: str) -> bytearray:
     or a scan: the head is brought to its cell before it, as the interpreter
     then tests the head's own cell), does I/O in its own body (which needs
     the head there anyway), or the source is unbalanced."""
-    out, stack = bytearray(), []      # stack: [index in out, net move, balanced so far]
+    # stack: [index in out, net move, no I/O so far, inner loops all return the head]
+    out, stack = bytearray(), []
     for m in _TOKEN.finditer(source):
         kind, text = m.lastgroup, m.group()
         if kind == "move" and stack:
             stack[-1][1] += text.count(">") - text.count("<")
         elif text == "[":
-            stack.append([len(out), 0, True])
+            stack.append([len(out), 0, True, True])
             out.append(0)
         elif text in ".," and stack:
             stack[-1][2] = False
         elif text == "]" and stack:
-            k, net, ok = stack.pop()
-            out[k] = ok and net == 0
-            if stack and net:
-                stack[-1][2] = False
+            k, net, quiet, inner = stack.pop()
+            out[k] = quiet and inner and net == 0
+            if stack and (net or not inner):     # (an inner loop with I/O may still return it)
+                stack[-1][3] = False
     return out
 
 
