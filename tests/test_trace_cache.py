@@ -384,10 +384,15 @@ def test_bench_whole_processes_run_with_the_cache_as_configured(monkeypatch):
         assert ("trace_cache" in jit_whole[0].describe()) == on
         seen = {}
 
-        def one(cmd, stdin, env):
-            seen["env"] = env.get("SHIMLAB_TRACE_CACHE")
+        def one(cmd, stdin, env, cwd=None):
+            seen["env"], seen["cwd"], seen["cmd"] = env.get("SHIMLAB_TRACE_CACHE"), cwd, cmd
             return 1, 1, b""
         monkeypatch.setattr(whole, "_one", one)
         whole.run_job({**jit_whole[0].job(0, 1, None)})
-        assert seen["env"] == ("1" if on else "0")
+        assert seen["env"] == ("1" if on else "0") and seen["cwd"] is None
+    # another checkout's processes start in its root (its peachpy_stencils, not
+    # this one's from the working directory), the program named absolutely
+    whole.run_job({**jit_whole[0].job(0, 1, None), "checkout": "/elsewhere",
+                   "program": "corpus/bf/x.bf"})
+    assert seen["cwd"] == "/elsewhere" and os.path.isabs(seen["cmd"][4])
     assert harness.Config("programs", "x.bf", "jit-direct", "cc").trace_cache is False

@@ -31,12 +31,14 @@ def run_module(module: str, job: dict, timeout: float | None = None,
                argv: list[str] | None = None, checkout: str | None = None,
                **extra_env: str) -> subprocess.CompletedProcess:
     """`python -m module` with `job` as JSON on stdin, output captured as text;
-    checkout: another checkout's root, whose venv's Python and code run it.
+    checkout: another checkout's root, whose venv's Python and code run it,
+    started there (`-m` puts the working directory first on sys.path: this
+    checkout's peachpy_stencils would shadow that one's).
     subprocess.TimeoutExpired reaches the caller (the child is killed)."""
     return subprocess.run([python_of(checkout), "-m", module, *(argv or [])],
                           input=json.dumps(job), capture_output=True, text=True,
                           timeout=timeout, env=env(checkout, **extra_env),
-                          preexec_fn=isolate.die_with_parent_hook())
+                          cwd=checkout or None, preexec_fn=isolate.die_with_parent_hook())
 
 
 def python_of(checkout: str | None) -> str:

@@ -26,12 +26,16 @@ _RUN = "import sys; from shimlab.cli import main; sys.exit(main())"
 def command(job: dict) -> list[str]:
     """The command line one whole-process sample runs."""
     python = childpy.python_of(job.get("checkout") or None)
+    # (another checkout's runs start in its root: absolute paths)
+    program, inp = job["program"], job.get("input")
+    if job.get("checkout"):
+        program, inp = os.path.abspath(program), inp and os.path.abspath(inp)
     if job["mode"] == CPYTHON:
-        return [python, job["program"]]
-    cmd = [python, "-c", _RUN, "run", job["program"], "--mode", job["mode"],
+        return [python, program]
+    cmd = [python, "-c", _RUN, "run", program, "--mode", job["mode"],
            "--cc", job["cc"]]
-    if job.get("input"):
-        cmd += ["--input", job["input"]]
+    if inp:
+        cmd += ["--input", inp]
     if job.get("cache"):
         cmd += ["--cache", str(job["cache"])]
     if job["program"].lower().endswith((".b", ".bf")):
@@ -50,11 +54,12 @@ def environment(checkout: str | None = None) -> dict:
     return env
 
 
-def _one(cmd: list[str], stdin: bytes | None, env: dict) -> tuple[int, int, bytes]:
+def _one(cmd: list[str], stdin: bytes | None, env: dict,
+         cwd: str | None = None) -> tuple[int, int, bytes]:
     """Wall ns, CPU ns (user + system of the child and its children), stdout."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter_ns()
-    proc = subprocess.run(cmd, input=stdin, capture_output=True, env=env)
+    proc = subprocess.run(cmd, input=stdin, capture_output=True, env=env, cwd=cwd)
     wall = time.perf_counter_ns() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode:
@@ -73,8 +78,12 @@ def run_job(job: dict) -> dict:
     stdin = Path(job["input"]).read_bytes() if job.get("input") and job["mode"] == CPYTHON \
         else None
     warm, walls, cpus = [], [], []
+    # another checkout's `python -c` starts in its root: sys.path[0] is the
+    # working directory, and this one's peachpy_stencils there would be
+    # imported ahead of that checkout's own (PYTHONPATH comes after it)
+    cwd = job.get("checkout") or None
     for n in range(max(int(job.get("warmup", 1)), 1) + int(job.get("samples", 5))):
-        wall, cpu, out = _one(cmd, stdin, env)
+        wall, cpu, out = _one(cmd, stdin, env, cwd)
         if n == 0 and job.get("expected"):
             _hold(out, job)
         if n < max(int(job.get("warmup", 1)), 1):
