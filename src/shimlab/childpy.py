@@ -32,7 +32,7 @@ def run_module(module: str, job: dict, timeout: float | None = None,
                **extra_env: str) -> subprocess.CompletedProcess:
     """`python -m module` with `job` as JSON on stdin, output captured as text;
     checkout: another checkout's root, whose venv's Python and code run it,
-    started there (`-m` puts the working directory first on sys.path: this
+    started there (`-m` puts the working directory first on the import path: this
     checkout's peachpy_stencils would shadow that one's).
     subprocess.TimeoutExpired reaches the caller (the child is killed)."""
     return subprocess.run([python_of(checkout), "-m", module, *(argv or [])],

@@ -78,7 +78,7 @@ def run_job(job: dict) -> dict:
     stdin = Path(job["input"]).read_bytes() if job.get("input") and job["mode"] == CPYTHON \
         else None
     warm, walls, cpus = [], [], []
-    # another checkout's `python -c` starts in its root: sys.path[0] is the
+    # another checkout's `python -c` starts in its root: the first entry of its import path is the
     # working directory, and this one's peachpy_stencils there would be
     # imported ahead of that checkout's own (PYTHONPATH comes after it)
     cwd = job.get("checkout") or None
