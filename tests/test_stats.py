@@ -359,3 +359,25 @@ def test_the_jit_line_at_100_is_the_fit():
     assert out == {"at 100": pytest.approx(350), "fixed": pytest.approx(50),
                    "per instruction": pytest.approx(3)}
     assert report._line_at_100(timed[:1]) == {}
+
+
+def test_an_interval_of_identical_replicates_holds_its_value_despite_rounding():
+    # The value is summed exactly, a replicate with numpy: with constant
+    # samples the two differ by an ulp, and CI once saw the interval end just
+    # short of its own value.  Ratios picked so the two sums round apart.
+    rng = np.random.default_rng(7)
+    missed_before = 0
+    for _ in range(200):
+        ratios = rng.uniform(0.5, 2.0, size=int(rng.integers(2, 9)))
+        pairs = [([r * 1000.0] * 3, [1000.0] * 3) for r in ratios]
+        gm, lo, hi = stats.geometric_mean_ratio(pairs, n_boot=20)
+        assert lo <= gm <= hi
+        logs = np.zeros(1)
+        for r in ratios:
+            logs += np.log(np.array([r * 1000.0 / 1000.0]))
+        missed_before += float(np.exp(logs / len(ratios))[0]) != gm
+    assert missed_before > 0          # the case is exercised, not only the easy one
+    e = stats.estimate(1.0, [1.0 - 1e-16] * 10)
+    assert e.lo <= e.value <= e.hi
+    far = stats.estimate(1.0, [0.9] * 10)             # a real miss is not hidden
+    assert far.hi == pytest.approx(0.9)
