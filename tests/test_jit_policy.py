@@ -96,3 +96,32 @@ def test_no_recording_starts_where_the_instruction_has_no_stencil():
         r, report, _, declined, _, _ = _stats(program)
         _same(r, oracle.run(program))
         assert not [why for _, why in declined if "has no stencil" in why], report
+
+
+def test_payback_countdown_checks_early_never_late():
+    from shimlab.jit.policy import payback_countdown
+    # 64 arrivals in 1 ms, 9 ms left: about 576 more, never fewer than the threshold
+    assert payback_countdown(64, 1_000_000, 9_000_000, 64) == 576
+    assert payback_countdown(64, 10_000_000, 1_000, 64) == 64
+    assert payback_countdown(64, 0, 9_000_000, 64) == 64
+    assert payback_countdown(1 << 62, 1, 1 << 40, 64) == (1 << 63) - 1     # capped at NEVER
+
+
+def test_nothing_is_compiled_before_the_run_pays_for_the_jit():
+    """payback_ms (`shimlab run`'s default): a run shorter than the JIT's
+    start compiles nothing and loads no stencils; a longer one starts the JIT
+    once it has spent that long, and both give the oracle's answer.  Without
+    the policy the short run compiles its loop at the 64th back-edge."""
+    short = _minipy("s = 0\ni = 0\nwhile i < 2000:\n    s = s + i\n    i += 1\nprint(s)\n")
+    r, report, traces, _, recordings, _ = _stats(short, payback_ms=10_000)
+    _same(r, oracle.run(short))
+    assert traces == [] and recordings == 0, report
+    assert "the JIT never started" in report and "recording(s) dropped" in report
+    r, report, traces, _, _, _ = _stats(short)
+    assert traces, report                     # (the same run without the policy)
+    long = _minipy("s = 0\ni = 0\nwhile i < 3000000:\n    s = s + i % 7\n    i += 1\nprint(s)\n")
+    r, report, traces, _, _, share = _stats(long, payback_ms=1)
+    _same(r, oracle.run(long))
+    assert traces and share > 0.5, report
+    assert "payback: nothing compiled before the run had spent 1 ms" in report
+    assert "never started" not in report

@@ -351,9 +351,10 @@ def test_run_keeps_plans_by_default_and_stats_says_so(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "SHIMLAB_TRACE_CACHE"}
 
     def run(*extra):
+        # (a threshold: the default payback would outlast this short run)
         p = subprocess.run([sys.executable, "-m", "shimlab.cli", "run", str(prog), "--mode",
-                            "jit-direct", "--stats", *extra], capture_output=True, text=True,
-                           env=env, timeout=120)
+                            "jit-direct", "--stats", "--jit-threshold", "64", *extra],
+                           capture_output=True, text=True, env=env, timeout=120)
         assert p.returncode == 0, p.stderr
         return [line for line in p.stderr.splitlines() if "trace cache" in line]
     first, second = run(), run()

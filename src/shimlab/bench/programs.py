@@ -13,6 +13,7 @@ from ..errors import ShimlabError
 from ..paths import EXAMPLES
 from ..frontend import bf
 from ..jit import optimize
+from ..jit.defaults import PAYBACK_MS
 from . import harness, stats
 from .results import ResultFile
 from .table import table
@@ -285,7 +286,8 @@ def corpus_main(args, cc: str) -> int:
     print(f"({cc}; steady: one warm-up run, then {opts.samples} timed runs in each of "
           f"{opts.processes} worker processes, a loop that gets hot later restarts the samples; "
           "whole: the same numbers of `shimlab run` processes, as a user's Python starts them, "
-          "bytecode cached, the JIT's trace cache "
+          f"bytecode cached, the JIT at run's defaults (nothing compiled before {PAYBACK_MS} ms "
+          "in the interpreter), its trace cache "
           + ("on: after the first process each places its traces from the plans kept)"
              if getattr(args, "trace_cache", False) else
              "off: every process optimizes and lays out every trace)"))

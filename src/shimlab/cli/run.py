@@ -13,7 +13,7 @@ from ..interp import build
 from ..interp.generate import CACHE_MAX
 from ..frontend import bf
 # the JIT's defaults alone: the JIT itself loads only in a JIT mode
-from ..jit.defaults import DEFAULT_LEVEL, DEFAULT_THRESHOLD, LEVELS
+from ..jit.defaults import DEFAULT_LEVEL, DEFAULT_THRESHOLD, LEVELS, PAYBACK_MS
 from ..progio import Streams
 from ..result import TAPE_LEN, describe_error
 from . import numbers, stdout
@@ -40,10 +40,12 @@ def add_parser(sub, help_text: str) -> None:
                    "default: stdin when it is not a terminal), read as the program reads it")
     p.add_argument("--count", action="store_true",
                    help="print how many VM instructions ran, by opcode, on stderr")
-    p.add_argument("--jit-threshold", default=DEFAULT_THRESHOLD, metavar="N",
+    p.add_argument("--jit-threshold", default=None, metavar="N",
                    help=f"JIT modes: back-edges (calls, returns) before a loop (a "
-                        f"function's entry, a return point) is traced (default "
-                        f"{DEFAULT_THRESHOLD}; 1 traces at once)")
+                        f"function's entry, a return point) is traced (1 traces at "
+                        f"once); default {DEFAULT_THRESHOLD}, and nothing is compiled "
+                        f"before the run has spent {PAYBACK_MS} ms in the interpreter, "
+                        f"about what the JIT's start costs")
     p.add_argument("--jit-opt", type=int, choices=LEVELS, default=DEFAULT_LEVEL,
                    metavar="LEVEL",
                    help=f"JIT modes: the trace optimizer's level: 0 one stencil per "
@@ -335,7 +337,9 @@ def cmd_run(args) -> int:
         b = build.build(args.mode, args.cc, count=args.count or args.stats, cache=args.cache)
         jit = None
         if modes.is_jit(args.mode):
-            jit = {"threshold": args.jit_threshold, "stats": args.stats, "opt": args.jit_opt,
+            jit = {"threshold": args.jit_threshold or DEFAULT_THRESHOLD,
+                   "payback_ms": 0 if args.jit_threshold else PAYBACK_MS,
+                   "stats": args.stats, "opt": args.jit_opt,
                    "perf_map": args.perf_map,
                    "stencils": overrides, "trace_cache": args.trace_cache}
             _note_unused(overrides, program)

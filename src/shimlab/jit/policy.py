@@ -29,3 +29,15 @@ def records_nothing(code, pc: int) -> bool:
     at once rather than after a few empty recordings)."""
     return not 0 <= pc < len(code) or \
         isa.INSTRUCTIONS[code[pc][0]].name not in isa.TRACEABLE
+
+
+def payback_countdown(counted: int, in_ns: int, left_ns: int, threshold: int) -> int:
+    """How many more arrivals before a pc is worth recording again, when it
+    arrived `counted` times in `in_ns` and the JIT's start pays for itself
+    in `left_ns`: the arrivals expected in that time, at the rate seen.  The
+    rate is at most underestimated (a loop first seen at the run's start may
+    have begun later), so the next check comes early, never late, and
+    measures the rate again over a span of this pc's own."""
+    if in_ns <= 0:
+        return threshold
+    return max(threshold, min(NEVER, counted * left_ns // in_ns))

@@ -61,6 +61,7 @@ class JitStats:
     links: int = 0
     retried: int = 0
     start_ns: int = 0            # loading the stencils before the first trace (thread CPU)
+    payback_waits: int = 0       # recordings dropped before the JIT's start had paid off
 
 
 def report(jit, counts=None) -> str:
@@ -81,6 +82,12 @@ def report(jit, counts=None) -> str:
     if s.start_ns:
         lines.append(f"  the JIT's start (stencils loaded before the first trace): "
                      f"{s.start_ns / 1e6:.1f} ms")
+    if jit.payback_ns:
+        lines.append(f"  payback: nothing compiled before the run had spent "
+                     f"{jit.payback_ns / 1e6:g} ms in the interpreter "
+                     f"({s.payback_waits} recording(s) dropped"
+                     + ("" if jit.ready else "; the run ended first, the JIT never started")
+                     + "; --jit-threshold N compiles from the N-th arrival)")
     cache = jit.trace_cache
     if cache is not None:
         lines.append(f"  trace cache ({jit.trace_cache_setting}): {cache.hits} of "

@@ -17,7 +17,7 @@ from . import report as _report
 from .defaults import DEFAULT_THRESHOLD, LEVELS
 from .install import ENTER_JIT, Installer, trace_compiler
 from .memory import CodeMemory
-from .policy import initial_counters, records_nothing
+from .policy import initial_counters, payback_countdown, records_nothing
 from .report import JitStats
 from .trace import TRACEABLE, Decline, Trace, TraceOp, add_blocks, first_of, from_recording
 
@@ -45,7 +45,8 @@ class Jit:
                  verify_wx: bool = False,
                  source: str = "peachpy", entry_sites: int | None = None,
                  opt: int = 0, link: bool | None = None, side_threshold: int | None = None,
-                 regions: bool = True, trace_cache: str | bool | None = False):
+                 regions: bool = True, trace_cache: str | bool | None = False,
+                 payback_ms: float = 0):
         """stretches: (first pc, end pc) of straight-line code to compile as
         traces before the first run (benchmarks place their crossings so);
         record=False: never record hot loops; stencils: {"DUP": "DUP:mine"}
@@ -63,7 +64,9 @@ class Jit:
         trace_cache: place traces recorded again from the plans earlier
         runs kept (jit/trace_cache.py: "on"/True, "verify", "off"/False, the
         default, or None: as $SHIMLAB_TRACE_CACHE says, on when unset:
-        `shimlab run`'s default)."""
+        `shimlab run`'s default); payback_ms: compile nothing until the run
+        has spent this much CPU time in the interpreter (0: from the first
+        recording; policy.payback_countdown)."""
         if threshold < 1:
             raise JitError("--jit-threshold must be at least 1")
         f = self.ffi = ffi()
@@ -147,6 +150,11 @@ class Jit:
             self.trace_cache_setting = tc.setting(trace_cache)
         self.overrides = overrides
         self.trace_cache = None           # opened by _ready when the setting allows
+        if payback_ms < 0:
+            raise JitError("the JIT's payback time cannot be negative")
+        self.payback_ns = int(payback_ms * 1e6)
+        self._run_t0 = time.thread_time_ns()      # (prepared() sets it again)
+        self._waits: dict[int, tuple[int, int]] = {}    # pc: (when, countdown) of its last wait
 
     def _ready(self) -> None:
         """The stencils loaded (or built) and the exit slots' size worked
@@ -197,6 +205,8 @@ class Jit:
     def recorded(self) -> None:
         """Compile (or decline) what was recorded; the run then resumes."""
         vm = self.loaded.vm
+        if not self.ready and self.payback_ns and self._wait_for_payback(vm):
+            return
         try:
             self._ready()
         except Exception as e:      # as a failed compile: stop jitting, fail after the run
@@ -215,6 +225,24 @@ class Jit:
         finally:
             vm.rec_len = 0
             self._t0 = None
+
+    def _wait_for_payback(self, vm) -> bool:
+        """Before the JIT's start has paid for itself: drop the recording and
+        count the loop down again to about when it will have (True)."""
+        now = time.thread_time_ns()
+        ran = now - self._run_t0
+        if ran >= self.payback_ns:
+            return False
+        start = (int(self.ffi.cast("uintptr_t", vm.rec_start))
+                 - int(self.ffi.cast("uintptr_t", vm.code))) // 8
+        last = self._waits.get(start)
+        since, counted = (now - last[0], last[1]) if last else (ran, self.threshold)
+        countdown = payback_countdown(counted, since, self.payback_ns - ran, self.threshold)
+        self.counters[start] = countdown
+        self._waits[start] = (now, countdown)
+        self.stats.payback_waits += 1
+        vm.rec_len = 0
+        return True
 
     def _compile_recording(self, vm) -> None:
         f = self.ffi
@@ -283,6 +311,7 @@ class Jit:
 
     def prepared(self) -> None:
         """The VM has its code in place: compile the requested stretches."""
+        self._run_t0 = time.thread_time_ns()
         code_base = int(self.ffi.cast("uintptr_t", self.loaded.vm.code))
         if self.stretches:
             self._ready()
