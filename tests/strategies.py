@@ -24,8 +24,15 @@ def bf_idiom_loops(draw, depth=0):
     """The loop shapes the front end turns into idioms (--bf-opt 1): a move
     or multiply loop (counter step -1 or +1, targets at offsets, the counter
     stepped first or last), a loop whose body returns the head (its tests at
-    an offset), and an if (the body clears the counter at its end)."""
-    shape = draw(st.sampled_from(["move", "balanced", "if"]))
+    an offset), an if (the body clears the counter at its end), and a walk
+    (--bf-opt 2: a body of one instruction at an offset, then a stride)."""
+    shape = draw(st.sampled_from(["move", "balanced", "if", "walk"]))
+    if shape == "walk":
+        off, stride = draw(st.integers(-3, 3)), draw(st.integers(-5, 5).filter(bool))
+        go, back = (">" if off > 0 else "<") * abs(off), ("<" if off > 0 else ">") * abs(off)
+        body = draw(st.sampled_from(["[-]", "[-]+++", "+", "--", "[->+<]", "[->>+<<]>>[-<<+>>]<<",
+                                     "[->+>+<<]>>[-<<+>>]<<"]))
+        return "[" + go + body + back + (">" if stride > 0 else "<") * abs(stride) + "]"
     if shape == "move":
         offs = draw(st.lists(st.integers(-4, 4).filter(bool), min_size=0, max_size=3,
                              unique=True))

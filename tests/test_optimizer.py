@@ -428,7 +428,7 @@ def test_division_by_a_constant_uses_its_reciprocal():
     assert any(n.startswith("opt:FLOORDIV:") and n.endswith("m") for n in names), names
 
 
-@pytest.mark.parametrize("option", ["--jit-opt 4", "--bf-opt 2", "--jit-opt x"])
+@pytest.mark.parametrize("option", ["--jit-opt 4", "--bf-opt 3", "--jit-opt x"])
 def test_run_refuses_a_level_that_does_not_exist(option, tmp_path):
     prog = tmp_path / "p.bf"
     prog.write_text("+.")

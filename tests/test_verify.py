@@ -37,6 +37,10 @@ def test_a_good_program_passes_and_gets_max_stack():
      "depending on the path"),
     ([("LOAD_INT", 1 << 40), ("HALT", 0)], "not a 32-bit integer"),
     ([("LOAD_INT", 1), ("LOOP", -1)], "depending on the path"),
+    ([("WALK_ADD_AT", isa.pack_walk("CELL_ADD_AT", isa.pack_cell(1, 1), 3) & ~0xFF),
+      ("HALT", 0)], "WALK_ADD_AT: a walk by 0 cells"),
+    ([("WALK_MOVE_AT", isa.pack_walk("CELL_MOVE_AT", isa.pack_move_at(1, 1, 1), 2)),
+      ("HALT", 0)], "a target cell (+1) is the counter"),
 ])
 def test_bad_bytecode(code, needle):
     with pytest.raises(VerifyError, match="invalid bytecode") as e:

@@ -15,7 +15,7 @@ const void *sl_handler_addrs[SL_NUM_OPCODES];
     for (int i_ = 0; i_ < SL_NUM_OPCODES; i_++) sl_handler_addrs[i_] = sl_labels[i_]
 
 int sl_interpret(sl_vm *vm) {
-    static const void *const sl_labels[SL_NUM_OPCODES] = {&&L_NOP, &&L_HALT, &&L_LOAD_INT, &&L_LOAD_CONST, &&L_LOAD_LOCAL, &&L_STORE_LOCAL, &&L_POP, &&L_DUP, &&L_ADD, &&L_SUB, &&L_MUL, &&L_FLOORDIV, &&L_MOD, &&L_LSHIFT, &&L_RSHIFT, &&L_AND, &&L_OR, &&L_XOR, &&L_LT, &&L_LE, &&L_EQ, &&L_NE, &&L_GT, &&L_GE, &&L_NEG, &&L_INVERT, &&L_NOT, &&L_JUMP, &&L_JUMP_IF_FALSE, &&L_JUMP_IF_TRUE, &&L_LOOP, &&L_CALL, &&L_RETURN, &&L_PRINT, &&L_PRINT_BYTE, &&L_CELL_ADD, &&L_CELL_ZERO, &&L_MOVE, &&L_CELL_OUT, &&L_CELL_IN, &&L_JUMP_IF_CELL_ZERO, &&L_LOOP_IF_CELL, &&L_CELL_ADD_AT, &&L_CELL_SET_AT, &&L_CELL_MULADD, &&L_SCAN, &&L_MOVE_JUMP_IF_CELL_ZERO, &&L_MOVE_LOOP_IF_CELL, &&L_CELL_ADD2_AT, &&L_JUMP_IF_CELL_ZERO_AT, &&L_LOOP_IF_CELL_AT, &&L_CELL_MULADD_AT, &&L_CELL_MOVE_AT, &&L_CELL_MOVE2_AT, &&L_CELL_COPY_AT, &&L_CELL_MOVE_PAIR_AT};
+    static const void *const sl_labels[SL_NUM_OPCODES] = {&&L_NOP, &&L_HALT, &&L_LOAD_INT, &&L_LOAD_CONST, &&L_LOAD_LOCAL, &&L_STORE_LOCAL, &&L_POP, &&L_DUP, &&L_ADD, &&L_SUB, &&L_MUL, &&L_FLOORDIV, &&L_MOD, &&L_LSHIFT, &&L_RSHIFT, &&L_AND, &&L_OR, &&L_XOR, &&L_LT, &&L_LE, &&L_EQ, &&L_NE, &&L_GT, &&L_GE, &&L_NEG, &&L_INVERT, &&L_NOT, &&L_JUMP, &&L_JUMP_IF_FALSE, &&L_JUMP_IF_TRUE, &&L_LOOP, &&L_CALL, &&L_RETURN, &&L_PRINT, &&L_PRINT_BYTE, &&L_CELL_ADD, &&L_CELL_ZERO, &&L_MOVE, &&L_CELL_OUT, &&L_CELL_IN, &&L_JUMP_IF_CELL_ZERO, &&L_LOOP_IF_CELL, &&L_CELL_ADD_AT, &&L_CELL_SET_AT, &&L_CELL_MULADD, &&L_SCAN, &&L_MOVE_JUMP_IF_CELL_ZERO, &&L_MOVE_LOOP_IF_CELL, &&L_CELL_ADD2_AT, &&L_JUMP_IF_CELL_ZERO_AT, &&L_LOOP_IF_CELL_AT, &&L_CELL_MULADD_AT, &&L_CELL_MOVE_AT, &&L_CELL_MOVE2_AT, &&L_CELL_COPY_AT, &&L_CELL_MOVE_PAIR_AT, &&L_WALK_SET_AT, &&L_WALK_ADD_AT, &&L_WALK_MOVE_AT, &&L_WALK_COPY_AT};
     if (!vm->code) { SL_EXPORT_HANDLERS(); return 0; }
     const sl_instr *ip = vm->ip;
     int64_t *sp = vm->sp, *fp = vm->fp;
@@ -298,6 +298,26 @@ L_CELL_COPY_AT: {
 L_CELL_MOVE_PAIR_AT: {
     int32_t oparg = ip->arg; (void)oparg;
     { TAPE_AT(c1_, ARG >> 24); uint32_t v1_ = *c1_; int64_t t1_pos = (int64_t)(head - vm->tape) + (int8_t)(ARG >> 16); if ((v1_ != 0) & ((uint64_t)t1_pos >= (uint64_t)vm->tape_len)) FAIL_WITH(SL_ERR_TAPE_BOUNDS, t1_pos); uint8_t *t1_ = (uint64_t)t1_pos < (uint64_t)vm->tape_len ? vm->tape + t1_pos : c1_; *t1_ = (uint8_t)((uint32_t)*t1_ + v1_); *c1_ = 0; } { TAPE_AT(c2_, (int8_t)(ARG >> 8)); uint32_t v2_ = *c2_; int64_t t2_pos = (int64_t)(head - vm->tape) + (int8_t)ARG; if ((v2_ != 0) & ((uint64_t)t2_pos >= (uint64_t)vm->tape_len)) FAIL_WITH(SL_ERR_TAPE_BOUNDS, t2_pos); uint8_t *t2_ = (uint64_t)t2_pos < (uint64_t)vm->tape_len ? vm->tape + t2_pos : c2_; *t2_ = (uint8_t)((uint32_t)*t2_ + v2_); *c2_ = 0; }
+    ip += 1; DISPATCH();
+}
+L_WALK_SET_AT: {
+    int32_t oparg = ip->arg; (void)oparg;
+    int32_t walk_arg = ARG >> 8; int64_t walk_stride = (int8_t)ARG; do { TAPE_AT(p_, walk_arg >> 8); *p_ = (uint8_t)walk_arg; MOVE_HEAD(walk_stride); } while (*HEAD != 0);
+    ip += 1; DISPATCH();
+}
+L_WALK_ADD_AT: {
+    int32_t oparg = ip->arg; (void)oparg;
+    int32_t walk_arg = ARG >> 8; int64_t walk_stride = (int8_t)ARG; do { TAPE_AT(p_, walk_arg >> 8); *p_ = (uint8_t)((uint32_t)*p_ + (uint32_t)walk_arg); MOVE_HEAD(walk_stride); } while (*HEAD != 0);
+    ip += 1; DISPATCH();
+}
+L_WALK_MOVE_AT: {
+    int32_t oparg = ip->arg; (void)oparg;
+    int32_t walk_arg = (int32_t)(ARG & ~0xFF); int64_t walk_stride = (int8_t)ARG; do { TAPE_AT(c_, walk_arg >> 24); uint32_t v_ = *c_; uint32_t m_ = v_ * (((uint32_t)walk_arg >> 8) & 0xFF); int64_t p_pos = (int64_t)(head - vm->tape) + (int8_t)(walk_arg >> 16); if ((v_ != 0) & ((uint64_t)p_pos >= (uint64_t)vm->tape_len)) FAIL_WITH(SL_ERR_TAPE_BOUNDS, (uint64_t)p_pos >= (uint64_t)vm->tape_len ? p_pos : p_pos); uint8_t *p_ = (uint64_t)p_pos < (uint64_t)vm->tape_len ? vm->tape + p_pos : c_; *p_ = (uint8_t)((uint32_t)*p_ + m_); *c_ = 0; MOVE_HEAD(walk_stride); } while (*HEAD != 0);
+    ip += 1; DISPATCH();
+}
+L_WALK_COPY_AT: {
+    int32_t oparg = ip->arg; (void)oparg;
+    int32_t walk_arg = (int32_t)(ARG & ~0xFF); int64_t walk_stride = (int8_t)ARG; do { TAPE_AT(a_, walk_arg >> 24); uint32_t v_ = *a_; int64_t t_pos = (int64_t)(head - vm->tape) + (int8_t)(walk_arg >> 16); if ((v_ != 0) & ((uint64_t)t_pos >= (uint64_t)vm->tape_len)) FAIL_WITH(SL_ERR_TAPE_BOUNDS, t_pos); TAPE_AT(u_, (int8_t)(walk_arg >> 8)); uint32_t w_ = *u_; int t_in = (uint64_t)t_pos < (uint64_t)vm->tape_len; uint8_t *t_ = t_in ? vm->tape + t_pos : a_; *t_ = (uint8_t)((uint32_t)*t_ + (t_in ? v_ : 0)); *a_ = (uint8_t)(v_ + w_); *u_ = 0; MOVE_HEAD(walk_stride); } while (*HEAD != 0);
     ip += 1; DISPATCH();
 }
 }

@@ -113,6 +113,10 @@ SL_PRESERVE_NONE int sl_op_CELL_MOVE_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, t
 SL_PRESERVE_NONE int sl_op_CELL_MOVE2_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
 SL_PRESERVE_NONE int sl_op_CELL_COPY_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
 SL_PRESERVE_NONE int sl_op_CELL_MOVE_PAIR_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
+SL_PRESERVE_NONE int sl_op_WALK_SET_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
+SL_PRESERVE_NONE int sl_op_WALK_ADD_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
+SL_PRESERVE_NONE int sl_op_WALK_MOVE_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
+SL_PRESERVE_NONE int sl_op_WALK_COPY_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS);
 
 #ifdef SL_JIT   /* the JIT modes: hot counters, recorder, ENTER_JIT */
 #include "../jit_interp.h"
@@ -177,6 +181,10 @@ static sl_handler *const sl_table[SL_NUM_OPCODES + SL_JIT_OPS] = {
     sl_op_CELL_MOVE2_AT,
     sl_op_CELL_COPY_AT,
     sl_op_CELL_MOVE_PAIR_AT,
+    sl_op_WALK_SET_AT,
+    sl_op_WALK_ADD_AT,
+    sl_op_WALK_MOVE_AT,
+    sl_op_WALK_COPY_AT,
 #ifdef SL_JIT
     sl_op_ENTER_JIT,
 #endif
@@ -686,6 +694,38 @@ SL_PRESERVE_NONE int sl_op_CELL_COPY_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, t
 SL_PRESERVE_NONE int sl_op_CELL_MOVE_PAIR_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS) {
     int32_t oparg = ip->arg; (void)oparg;
     { TAPE_AT(c1_, ARG >> 24); uint32_t v1_ = *c1_; int64_t t1_pos = (int64_t)(head - vm->tape) + (int8_t)(ARG >> 16); if ((v1_ != 0) & ((uint64_t)t1_pos >= (uint64_t)vm->tape_len)) FAIL_WITH(SL_ERR_TAPE_BOUNDS, t1_pos); uint8_t *t1_ = (uint64_t)t1_pos < (uint64_t)vm->tape_len ? vm->tape + t1_pos : c1_; *t1_ = (uint8_t)((uint32_t)*t1_ + v1_); *c1_ = 0; } { TAPE_AT(c2_, (int8_t)(ARG >> 8)); uint32_t v2_ = *c2_; int64_t t2_pos = (int64_t)(head - vm->tape) + (int8_t)ARG; if ((v2_ != 0) & ((uint64_t)t2_pos >= (uint64_t)vm->tape_len)) FAIL_WITH(SL_ERR_TAPE_BOUNDS, t2_pos); uint8_t *t2_ = (uint64_t)t2_pos < (uint64_t)vm->tape_len ? vm->tape + t2_pos : c2_; *t2_ = (uint8_t)((uint32_t)*t2_ + v2_); *c2_ = 0; }
+    ip += 1; DISPATCH();
+}
+#undef SL_FLUSH
+
+#define SL_FLUSH() ((void)0)
+SL_PRESERVE_NONE int sl_op_WALK_SET_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS) {
+    int32_t oparg = ip->arg; (void)oparg;
+    int32_t walk_arg = ARG >> 8; int64_t walk_stride = (int8_t)ARG; do { TAPE_AT(p_, walk_arg >> 8); *p_ = (uint8_t)walk_arg; MOVE_HEAD(walk_stride); } while (*HEAD != 0);
+    ip += 1; DISPATCH();
+}
+#undef SL_FLUSH
+
+#define SL_FLUSH() ((void)0)
+SL_PRESERVE_NONE int sl_op_WALK_ADD_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS) {
+    int32_t oparg = ip->arg; (void)oparg;
+    int32_t walk_arg = ARG >> 8; int64_t walk_stride = (int8_t)ARG; do { TAPE_AT(p_, walk_arg >> 8); *p_ = (uint8_t)((uint32_t)*p_ + (uint32_t)walk_arg); MOVE_HEAD(walk_stride); } while (*HEAD != 0);
+    ip += 1; DISPATCH();
+}
+#undef SL_FLUSH
+
+#define SL_FLUSH() ((void)0)
+SL_PRESERVE_NONE int sl_op_WALK_MOVE_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS) {
+    int32_t oparg = ip->arg; (void)oparg;
+    int32_t walk_arg = (int32_t)(ARG & ~0xFF); int64_t walk_stride = (int8_t)ARG; do { TAPE_AT(c_, walk_arg >> 24); uint32_t v_ = *c_; uint32_t m_ = v_ * (((uint32_t)walk_arg >> 8) & 0xFF); int64_t p_pos = (int64_t)(head - vm->tape) + (int8_t)(walk_arg >> 16); if ((v_ != 0) & ((uint64_t)p_pos >= (uint64_t)vm->tape_len)) FAIL_WITH(SL_ERR_TAPE_BOUNDS, (uint64_t)p_pos >= (uint64_t)vm->tape_len ? p_pos : p_pos); uint8_t *p_ = (uint64_t)p_pos < (uint64_t)vm->tape_len ? vm->tape + p_pos : c_; *p_ = (uint8_t)((uint32_t)*p_ + m_); *c_ = 0; MOVE_HEAD(walk_stride); } while (*HEAD != 0);
+    ip += 1; DISPATCH();
+}
+#undef SL_FLUSH
+
+#define SL_FLUSH() ((void)0)
+SL_PRESERVE_NONE int sl_op_WALK_COPY_AT(SL_CONTRACT_ARGS(ip, sp, fp, head, vm, table) SL_CACHE_PARAMS) {
+    int32_t oparg = ip->arg; (void)oparg;
+    int32_t walk_arg = (int32_t)(ARG & ~0xFF); int64_t walk_stride = (int8_t)ARG; do { TAPE_AT(a_, walk_arg >> 24); uint32_t v_ = *a_; int64_t t_pos = (int64_t)(head - vm->tape) + (int8_t)(walk_arg >> 16); if ((v_ != 0) & ((uint64_t)t_pos >= (uint64_t)vm->tape_len)) FAIL_WITH(SL_ERR_TAPE_BOUNDS, t_pos); TAPE_AT(u_, (int8_t)(walk_arg >> 8)); uint32_t w_ = *u_; int t_in = (uint64_t)t_pos < (uint64_t)vm->tape_len; uint8_t *t_ = t_in ? vm->tape + t_pos : a_; *t_ = (uint8_t)((uint32_t)*t_ + (t_in ? v_ : 0)); *a_ = (uint8_t)(v_ + w_); *u_ = 0; MOVE_HEAD(walk_stride); } while (*HEAD != 0);
     ip += 1; DISPATCH();
 }
 #undef SL_FLUSH

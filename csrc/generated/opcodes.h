@@ -59,7 +59,11 @@ enum sl_opcode {
     SL_OP_CELL_MOVE2_AT = 53,  /* a move loop to two cells at offsets: cell[head + byte 2] and cell[head + byte 1] += cell[head + byte 3] * byte 0 (both checked first), then that counter cleared */
     SL_OP_CELL_COPY_AT = 54,  /* BF's copy through a spare cell: cell[head + byte 2] += cell[head + byte 3], which then gets what cell[head + byte 1] held added, and that cell is cleared */
     SL_OP_CELL_MOVE_PAIR_AT = 55,  /* two move loops at offsets, each byte an offset (top first): cell[byte 2] += cell[byte 3], that cleared; then cell[byte 0] += cell[byte 1], that cleared */
-    SL_NUM_OPCODES = 56
+    SL_OP_WALK_SET_AT = 56,  /* a loop of CELL_SET_AT and a move by the low byte (signed), again while the cell is not 0 (--bf-opt 2) */
+    SL_OP_WALK_ADD_AT = 57,  /* a loop of CELL_ADD_AT and a move by the low byte (signed), again while the cell is not 0 (--bf-opt 2) */
+    SL_OP_WALK_MOVE_AT = 58,  /* a loop of CELL_MOVE_AT and a move by the low byte (signed), again while the cell is not 0 (--bf-opt 2) */
+    SL_OP_WALK_COPY_AT = 59,  /* a loop of CELL_COPY_AT and a move by the low byte (signed), again while the cell is not 0 (--bf-opt 2) */
+    SL_NUM_OPCODES = 60
 };
 
 enum sl_status {
@@ -72,6 +76,6 @@ enum sl_status {
     SL_ERR_BAD_OPCODE = 6,  /* invalid opcode reached the interpreter */
 };
 
-static const unsigned char sl_op_is_jump[SL_NUM_OPCODES] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 2, 3, 0, 4, 5, 0, 0, 0, 0, 0};
+static const unsigned char sl_op_is_jump[SL_NUM_OPCODES] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 2, 3, 0, 4, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 
 #endif

@@ -151,6 +151,10 @@ def format_operand(program: Program, pc: int, ins: isa.Instr, arg: int) -> str:
     if kind in isa.PACKED_AT_JUMP:
         disp = isa.jump_disp(ins, arg)
         return f"cell {arg >> 24:+d}, {disp:+d} (to {pc + disp})"
+    if ins.packing == "walk":
+        body, body_arg, stride = isa.unpack_walk(ins.name, arg)
+        return (format_operand(program, pc, isa.INSTRUCTIONS[isa.OPCODE[body]], body_arg)
+                + f"; move {stride:+d}, again while the cell is not 0")
     if ins.packing == "move_pair":
         c1, t1, c2, t2 = isa.unpack_move_pair(arg)
         return f"cell {c1:+d} to {t1:+d}, then {c2:+d} to {t2:+d}"

@@ -8,6 +8,7 @@ oracle.py drives the Python oracle from it, so the two cannot drift apart.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable
 
 from .record import Frozen
@@ -191,7 +192,8 @@ class Instr(Frozen):
     # How an IMM operand packs several fields ("" when it is one number):
     # "cell" (pack_cell), "add2" (pack_add2), "move_at" and "move2_at"
     # (pack_move_at, one target or two), "copy_at" (pack_move_at's counter,
-    # target and spare), "move_pair" (pack_move_pair).  Jumps with packed
+    # target and spare), "move_pair" (pack_move_pair), "walk" (pack_walk: a
+    # body's operand and a stride).  Jumps with packed
     # operands have operand kinds of their own instead.
     packing: str = ""
 
@@ -525,6 +527,68 @@ _def("CELL_MOVE_PAIR_AT", Operand.IMM, 0, 0, Flow.NEXT,
      "two move loops at offsets, each byte an offset (top first): cell[byte 2] += "
      "cell[byte 3], that cleared; then cell[byte 0] += cell[byte 1], that cleared",
      _move_pair, packing="move_pair")
+
+
+# Walks (--bf-opt 2): a loop whose body is one instruction at offsets and
+# whose back-edge moves the head by a stride (`[->>>>+<<<< >>>>>>>>>>>>>>]`
+# on records of 14 cells), run in one dispatch: the body, the move, the
+# test, again while the cell is not 0.  Each is made from its body's row of
+# this table, C and Python both.  The operand is the body's with the stride
+# (signed) in the low byte: the body's operand shifted up a byte ("shift":
+# CELL_SET_AT and CELL_ADD_AT, whose offset then fits 16 bits), or as it is
+# ("mask": the move and copy loops, whose low byte is 0).  A walk has no
+# stencil: a trace ends at it, so the JIT stays at --bf-opt 1, where the
+# walk's loop is the trace's own.
+WALKS: dict[str, tuple[str, str]] = {}    # walk: (its body, how its operand holds the body's)
+
+
+def pack_walk(body: str, body_arg: int, stride: int) -> int | None:
+    """The operand of the walk of `body` (an instruction's name), or None
+    when body_arg or stride does not fit it."""
+    how = next((h for b, h in WALKS.values() if b == body), None)
+    if how is None or not (-128 <= stride <= 127 and stride != 0):
+        return None
+    if how == "shift":
+        if not -(1 << 23) <= body_arg < 1 << 23:
+            return None
+        return _signed32(((body_arg << 8) | (stride & 0xFF)) & 0xFFFFFFFF)
+    if body_arg & 0xFF:
+        return None
+    return _signed32((body_arg | (stride & 0xFF)) & 0xFFFFFFFF)
+
+
+def unpack_walk(name: str, arg: int) -> tuple[str, int, int]:
+    """(body's name, body's operand, stride) of a walk's operand."""
+    body, how = WALKS[name]
+    return body, (arg >> 8 if how == "shift" else arg & ~0xFF), _sbyte(arg)
+
+
+def _walk(body_name: str, how: str) -> None:
+    body = next(ins for ins in INSTRUCTIONS if ins.name == body_name)
+    name = "WALK_" + body_name.removeprefix("CELL_")
+    WALKS[name] = (body_name, how)
+    decode = "ARG >> 8" if how == "shift" else "(int32_t)(ARG & ~0xFF)"
+    c = (f"int32_t walk_arg = {decode}; int64_t walk_stride = (int8_t)ARG; "
+         "do { " + re.sub(r"\bARG\b", "walk_arg", body.c)
+         + " MOVE_HEAD(walk_stride); } while (*HEAD != 0);")
+
+    def run(s, arg):
+        _, barg, stride = unpack_walk(name, arg)
+        while True:
+            body.py(s, barg)
+            s.move(stride)
+            if s.cell() == 0:
+                return None
+    _def(name, Operand.IMM, 0, 0, Flow.NEXT, c,
+         f"a loop of {body_name} and a move by the low byte (signed), again while the "
+         f"cell is not 0 (--bf-opt 2)", run,
+         no_stencil="a loop in one instruction: a trace ends at it (the JIT traces "
+                    "the loop itself at --bf-opt 1)", packing="walk")
+
+
+for _body, _how in (("CELL_SET_AT", "shift"), ("CELL_ADD_AT", "shift"),
+                    ("CELL_MOVE_AT", "mask"), ("CELL_COPY_AT", "mask")):
+    _walk(_body, _how)
 
 PACKED_CELL = frozenset(ins.name for ins in INSTRUCTIONS if ins.packing == "cell")
 PACKED_MOVE_AT = frozenset(ins.name for ins in INSTRUCTIONS

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .. import corpus as corpus_mod
 from .. import modes as mode_registry
+from ..frontend import bf
 from . import harness, stats
 from .table import table
 
@@ -26,8 +27,9 @@ CPYTHON = harness.CPYTHON
 def configs(entries, cc: str, modes_, jit_opts, bf_opts, whole: bool,
             before: str | None = None, trace_cache: bool = False) -> list[harness.Config]:
     """tailcall at every front end level (the first is the baseline), each
-    JIT mode at every optimizer level at the last front end level (its
-    default), CPython for minipy; each steady and, with `whole`, whole
+    JIT mode at every optimizer level at the JIT's front end level (run's
+    default, 1, when it is measured: a trace ends at level 2's walks; else
+    the last one measured), CPython for minipy; each steady and, with `whole`, whole
     process; with `before` (another checkout's root) each shimlab
     configuration also as that checkout runs it; trace_cache: the JIT's
     whole processes with their trace cache on (else off)."""
@@ -39,7 +41,8 @@ def configs(entries, cc: str, modes_, jit_opts, bf_opts, whole: bool,
         levels = bf_opts if e.language == "bf" else (0,)
         base = [harness.Config("programs", w, m, cc, inp, bf_opt=b)
                 for m in modes_ if not mode_registry.is_jit(m) for b in levels]
-        jit = [harness.Config("programs", w, m, cc, inp, jit_opt=o, bf_opt=levels[-1])
+        jit_level = bf.DEFAULT_LEVEL if bf.DEFAULT_LEVEL in levels else levels[-1]
+        jit = [harness.Config("programs", w, m, cc, inp, jit_opt=o, bf_opt=jit_level)
                for m in modes_ if mode_registry.is_jit(m) for o in jit_opts]
         py = [harness.Config("programs", w, CPYTHON, cc, inp)] if e.language == "minipy" else []
         for c in base + jit + py:
@@ -57,8 +60,8 @@ def _whole(c: harness.Config, trace_cache: bool = False) -> harness.Config:
 
 
 def label(c: harness.Config) -> str:
-    """A configuration's column in the per-program table (a JIT runs at the
-    last front end level, so its column names only its optimizer level)."""
+    """A configuration's column in the per-program table (a JIT runs at its
+    one front end level, so its column names only its optimizer level)."""
     if c.mode == CPYTHON:
         return "CPython"
     before = " before" if c.checkout else ""

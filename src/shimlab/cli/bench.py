@@ -151,7 +151,7 @@ def add_parser(sub, help_text: str) -> None:
                    "(repeatable; default: every level, so each one's gain can be read off)")
     g.add_argument("--bf-opt", type=int, action="append", choices=bf.LEVELS, metavar="LEVEL",
                    help="BF workloads: a front end level to measure (repeatable; default: "
-                   "0 and 1; the first is the tailcall baseline)")
+                   "every level; the first is the tailcall baseline): " + bf.LEVELS_HELP)
     g.set_defaults(fn=programs.main)
 
 

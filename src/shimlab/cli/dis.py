@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import modes
+from ..frontend import bf
 from ..errors import ShimlabError
 from . import stdout     # a full disk is one line, not a traceback
 
@@ -20,10 +21,9 @@ def add_parser(sub, help_text: str) -> None:
                         "binary they build on; default goto)")
     p.add_argument("--cc", help="with --native: the compiler of that build (default: the "
                                 "mode's default compiler, as shimlab doctor lists it)")
-    p.add_argument("--bf-opt", type=int, choices=(0, 1), default=0, metavar="LEVEL",
-                   help="BF programs: the front end's level to show (0, the default: the "
-                        "plain folded stream; 1: cell offsets and loop idioms, what `run` "
-                        "uses by default)")
+    p.add_argument("--bf-opt", type=int, choices=bf.LEVELS, default=0, metavar="LEVEL",
+                   help=f"BF programs: the front end's level to show (default 0; `run` "
+                        f"uses {bf.DEFAULT_LEVEL}): {bf.LEVELS_HELP}")
     p.add_argument("--handler", metavar="NAME",
                    help="with --native: print one handler's machine code (an instruction name "
                         "such as LOAD_INT, or a function of a tail-call build)")

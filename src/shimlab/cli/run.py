@@ -55,9 +55,7 @@ def add_parser(sub, help_text: str) -> None:
                         f"(default {DEFAULT_LEVEL})")
     p.add_argument("--bf-opt", type=int, choices=bf.LEVELS, default=bf.DEFAULT_LEVEL,
                    metavar="LEVEL",
-                   help=f"BF programs: 0 the plain folded instruction stream (dispatch "
-                        f"studies), 1 cell offsets and loop idioms as VM instructions "
-                        f"(default {bf.DEFAULT_LEVEL})")
+                   help=f"BF programs: {bf.LEVELS_HELP} (default {bf.DEFAULT_LEVEL})")
     p.add_argument("--stats", action="store_true",
                    help="JIT modes: traces compiled, their sizes, entries and exits (stderr)")
     p.add_argument("--perf-map", action="store_true",

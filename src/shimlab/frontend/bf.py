@@ -4,7 +4,10 @@ Level 0 (--bf-opt 0) is the folding every serious BF interpreter does, and
 the instruction stream dispatch studies use: runs of + and - become one
 CELL_ADD, runs of < and > one MOVE, [-] and [+] CELL_ZERO; '[' is a forward
 JUMP_IF_CELL_ZERO, ']' the LOOP_IF_CELL back-edge.  Level 1 adds cell
-offsets and the loop idioms (Optimizing, below).  Time and memory are linear in
+offsets and the loop idioms (Optimizing, below); level 2 also runs each loop of
+one instruction at offsets and a move as one walk (Optimizing.walks: the
+interpreters' level; a trace ends at a walk, so the JIT's default stays 1).
+Time and memory are linear in
 the source: instructions are shared tuples and positions 8-byte offsets.
 """
 from __future__ import annotations
@@ -17,8 +20,12 @@ from ..bytecode import Function, Program, SourcePositions
 from ..errors import FrontendError
 
 COMMANDS = set("+-<>[].,")
-LEVELS = (0, 1)
+LEVELS = (0, 1, 2)
 DEFAULT_LEVEL = 1          # what `run` and `bench programs` use; the API's default is 0
+LEVELS_HELP = ("0 the plain folded instruction stream (dispatch studies), 1 cell offsets "
+               "and loop idioms as VM instructions, 2 also each loop of one instruction at "
+               "offsets and a move as one walk (the interpreters' level: a trace ends at a "
+               "walk)")
 _NOT_CMD = r"[^-+<>\[\].,]*"
 # A run of + and - (or < and >) may have comments inside it; [-] and [+] too.
 _TOKEN = re.compile(rf"(?P<add>[-+](?:{_NOT_CMD}[-+])*)"
@@ -117,6 +124,7 @@ class Emitter:
 CELL_ADD_AT, CELL_SET_AT = isa.OPCODE["CELL_ADD_AT"], isa.OPCODE["CELL_SET_AT"]
 CELL_MULADD, SCAN = isa.OPCODE["CELL_MULADD"], isa.OPCODE["SCAN"]
 MOVE_OPEN, MOVE_CLOSE = isa.OPCODE["MOVE_JUMP_IF_CELL_ZERO"], isa.OPCODE["MOVE_LOOP_IF_CELL"]
+_WALK_OF = {isa.OPCODE[body]: isa.OPCODE[walk] for walk, (body, _) in isa.WALKS.items()}
 CELL_ADD2_AT = isa.OPCODE["CELL_ADD2_AT"]
 OPEN_AT, CLOSE_AT = isa.OPCODE["JUMP_IF_CELL_ZERO_AT"], isa.OPCODE["LOOP_IF_CELL_AT"]
 MULADD_AT, MOVE_AT, MOVE2_AT = (isa.OPCODE["CELL_MULADD_AT"], isa.OPCODE["CELL_MOVE_AT"],
@@ -184,8 +192,9 @@ class _Loop:
 
 
 class Optimizing(Emitter):
-    def __init__(self, filename, positions):
+    def __init__(self, filename, positions, walks: bool = False):
         super().__init__(filename, positions)
+        self.make_walks = walks              # level 2
         self.block: dict[int, list] = {}     # offset -> [kind "add"|"set", byte, source offset]
         self.d = 0                           # the virtual head, from the real one
         self.d_at = -1                       # source offset of the last move
@@ -412,6 +421,8 @@ class Optimizing(Emitter):
         self.flush()
         super().finish(at)
         self.fuse()
+        if self.make_walks:
+            self.walks()
 
     def fuse(self) -> None:
         """The last pass: a MOVE and the loop test after it become one
@@ -502,11 +513,65 @@ class Optimizing(Emitter):
         offs[:] = new_offs
 
 
+    def walks(self) -> None:
+        """Level 2's pass, after fuse: a body of one instruction with a walk
+        (isa.WALKS) and the MOVE_LOOP_IF_CELL after it that jumps back to
+        it become that walk, where nothing else jumps to either and the
+        operands fit; jumps are then displaced anew (shorter: they fit)."""
+        code, offs = self.code, self.positions.offsets
+        n = len(code)
+        into = array("q", bytes(8 * (n + 1)))        # jumps to each pc
+        for pc, (op, arg) in enumerate(code):
+            ins = isa.INSTRUCTIONS[op]
+            if isa.is_jump(ins):
+                into[pc + isa.jump_disp(ins, arg)] += 1
+        new, new_offs, old_pc = [], array("q"), array("q")
+        newpc = array("q", bytes(8 * (n + 1)))
+        i = 0
+        while i < n:
+            op, arg = code[i]
+            newpc[i] = len(new)
+            walk = _WALK_OF.get(op)
+            if walk is not None and i + 1 < n and code[i + 1][0] == MOVE_CLOSE \
+                    and code[i + 1][1] & 0xFF == 1 and into[i] == 1 and not into[i + 1]:
+                packed = isa.pack_walk(isa.INSTRUCTIONS[op].name, arg, code[i + 1][1] >> 8)
+                if packed is not None:
+                    key = (walk, packed)
+                    new.append(self._share(key, key))
+                    new_offs.append(offs[i])
+                    old_pc.append(i)
+                    newpc[i + 1] = len(new)
+                    i += 2
+                    continue
+            new.append(code[i])
+            new_offs.append(offs[i])
+            old_pc.append(i)
+            i += 1
+        newpc[n] = len(new)
+        for pc, (op, arg) in enumerate(new):
+            ins = isa.INSTRUCTIONS[op]
+            if isa.is_jump(ins):
+                disp = newpc[old_pc[pc] + isa.jump_disp(ins, arg)] - pc
+                key = (op, _with_disp(ins, arg, disp))
+                new[pc] = self._share(key, key)
+        code[:] = new
+        offs[:] = new_offs
+
+
+def _with_disp(ins: isa.Instr, arg: int, disp: int) -> int:
+    """A jump's operand with another displacement, its other fields kept."""
+    if ins.operand in isa.PACKED_MOVE_JUMP:
+        return isa.pack_move_jump(arg >> 8, disp)
+    if ins.operand in isa.PACKED_AT_JUMP:
+        return isa.pack_at_jump(arg >> 24, disp)
+    return disp
+
+
 def compile_source(source: str, filename: str = "<bf>", opt: int = 0) -> Program:
     if opt not in LEVELS:
         raise FrontendError(f"--bf-opt {opt}: choose one of {', '.join(map(str, LEVELS))}")
     positions = SourcePositions(source)
-    out = (Optimizing if opt else Emitter)(filename, positions)
+    out = Optimizing(filename, positions, walks=opt >= 2) if opt else Emitter(filename, positions)
     if opt:
         out.balanced = balanced_loops(source)
     simple = {".": _OP["CELL_OUT"], ",": _OP["CELL_IN"]}

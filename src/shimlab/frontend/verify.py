@@ -72,8 +72,16 @@ def _check_operands(program: Program, index: int, start: int, end: int) -> None:
         ins = isa.INSTRUCTIONS[op]
         if not (type(arg) is int and isa.INT32_MIN <= arg <= isa.INT32_MAX):
             raise _fail(program, pc, f"{ins.name}: operand {arg!r} is not a 32-bit integer")
-        if ins.packing in ("move_at", "move2_at"):
-            c, t, t2, _ = isa.unpack_move_at(ins.name, arg)
+        name, packing, arg_ = ins.name, ins.packing, arg
+        if packing == "walk":       # (its body's rules too)
+            name, arg_, stride = isa.unpack_walk(ins.name, arg)
+            packing = isa.INSTRUCTIONS[isa.OPCODE[name]].packing
+            if stride == 0:
+                # the head never moves: a walk whose body keeps the cell non-zero
+                # would run in one instruction for ever, out of the timeout's reach
+                raise _fail(program, pc, f"{ins.name}: a walk by 0 cells")
+        if packing in ("move_at", "move2_at"):
+            c, t, t2, _ = isa.unpack_move_at(name, arg_)
             if c in (t, t2):
                 # no loop adds to its own counter: the modes need not agree there
                 raise _fail(program, pc, f"{ins.name}: a target cell ({c:+d}) is the counter")
