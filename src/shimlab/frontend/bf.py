@@ -7,8 +7,8 @@ JUMP_IF_CELL_ZERO, ']' the LOOP_IF_CELL back-edge.  Level 1 adds cell
 offsets and the loop idioms (Optimizing, below); level 2 also runs each loop of
 one instruction at offsets and a move as one walk (Optimizing.walks: the
 interpreters' level; a trace ends at a walk, so the JIT's default stays 1).
-Time and memory are linear in
-the source: instructions are shared tuples and positions 8-byte offsets.
+Time and memory are linear in the source: instructions are shared tuples and
+positions 8-byte offsets.
 """
 from __future__ import annotations
 
@@ -511,7 +511,6 @@ class Optimizing(Emitter):
             new[pc] = share(key, key)
         code[:] = new
         offs[:] = new_offs
-
 
     def walks(self) -> None:
         """Level 2's pass, after fuse: a body of one instruction with a walk

@@ -233,8 +233,7 @@ class Jit:
         ran = now - self._run_t0
         if ran >= self.payback_ns:
             return False
-        start = (int(self.ffi.cast("uintptr_t", vm.rec_start))
-                 - int(self.ffi.cast("uintptr_t", vm.code))) // 8
+        start = self._pc_of(vm, vm.rec_start)
         last = self._waits.get(start)
         since, counted = (now - last[0], last[1]) if last else (ran, self.threshold)
         countdown = payback_countdown(counted, since, self.payback_ns - ran, self.threshold)
@@ -244,16 +243,21 @@ class Jit:
         vm.rec_len = 0
         return True
 
+    def _pc_of(self, vm, ptr) -> int:
+        """The pc of a pointer into the VM's code (vm.ip, vm.rec_start)."""
+        cast = self.ffi.cast
+        return (int(cast("uintptr_t", ptr)) - int(cast("uintptr_t", vm.code))) // 8
+
     def _compile_recording(self, vm) -> None:
         f = self.ffi
         self.stats.recordings += 1
         code_base = int(f.cast("uintptr_t", vm.code))
-        stop_pc = (int(f.cast("uintptr_t", vm.ip)) - code_base) // 8
+        stop_pc = self._pc_of(vm, vm.ip)
         # one C-level copy: a recording through long inner loops has tens of
         # thousands of pcs, and a list of Python ints of them cost ~1 ms
         rec = array("i")
         rec.frombytes(f.buffer(self.rec, 4 * vm.rec_len))
-        start = (int(f.cast("uintptr_t", vm.rec_start)) - code_base) // 8
+        start = self._pc_of(vm, vm.rec_start)
         hot = [(info, i) for info, i in self.installer.waiting.get(start, ()) if int(info.heat[i]) <= 0]
         if hot:
             self._side_recording(vm, rec, stop_pc, start, code_base, hot)
