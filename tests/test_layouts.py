@@ -32,12 +32,16 @@ def test_code_shift_is_a_deterministic_multiple_of_16_within_a_page():
     assert shifts == [code_shift(k) for k in range(1, 40)]
     assert all(s % 16 == 0 and 0 <= s < 4096 for s in shifts)
     assert len(set(shifts)) > 30          # layouts really differ
+    # any four consecutive layouts cover every 16-byte offset in a 64-byte line
+    assert all({s % 64 for s in shifts[k:k + 4]} == {0, 16, 32, 48} for k in range(0, 36))
 
 
 @pytest.mark.parametrize("mode, cc", [c for c in CONFIGS if c[0] in ("goto", "tailcall")][:3])
 def test_a_code_layout_moves_the_code_but_not_the_code_itself(mode, cc):
     placements = [_placement(build.build(mode, cc, code_layout=k)) for k in (0, 1, 2, 3)]
     assert len({at for at, _ in placements}) >= 3, placements
+    # layouts 1, 2, 3 put the code at three different offsets in its cache line
+    assert len({at % 64 for at, _ in placements[1:]}) == 3, placements
     # the handlers keep their offsets from each other: the same machine code, elsewhere
     assert all(offsets == placements[0][1] for _, offsets in placements)
     assert build.build(mode, cc).key == build.build(mode, cc, code_layout=0).key
@@ -103,3 +107,61 @@ def test_two_identical_runs_give_the_same_verdicts(tmp_path):
         verdicts.append({r["mode"]: r["verdict"] for r in rows})
     for mode in verdicts[0]:
         assert {verdicts[0][mode], verdicts[1][mode]} != {"faster", "slower"}, verdicts
+
+
+# ---- code layouts in whole processes and the corpus table -----------------------------
+
+def _cli(*args):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "shimlab.cli", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_run_places_the_interpreter_at_a_code_layout():
+    cc = next(cc for mode, cc in CONFIGS if mode == "goto")
+    hello = str(EXAMPLES / "bf" / "hello.bf")
+    want = _cli("run", hello, "--mode", "goto", "--cc", cc)
+    got = _cli("run", hello, "--mode", "goto", "--cc", cc, "--code-layout", "3")
+    assert want.returncode == got.returncode == 0 and got.stdout == want.stdout
+    # the build it ran is the shifted one (built, so cached, under its own key)
+    assert build.build("goto", cc, code_layout=3).path.exists()
+    bad = _cli("run", hello, "--code-layout", "-1")
+    assert bad.returncode != 0 and "--code-layout" in bad.stderr
+    ref = _cli("run", hello, "--mode", "reference", "--code-layout", "2")
+    assert ref.returncode != 0 and "no machine code" in ref.stderr
+
+
+def test_whole_process_samples_run_at_the_jobs_code_layout(monkeypatch):
+    from shimlab.bench import whole
+    seen = []
+
+    def one(cmd, stdin, env, cwd=None):
+        seen.append(cmd)
+        return 1, 1, b""
+    monkeypatch.setattr(whole, "_one", one)
+    job = harness.Config("programs", "x.bf", "tailcall", "cc").job(0, 1, None)
+    out = whole.run_job({**job, "code_layout": 2})
+    assert seen[-1][-2:] == ["--code-layout", "2"] and out["code_layout"] == 2
+    out = whole.run_job({**job, "code_layout": 0})
+    assert "--code-layout" not in seen[-1] and out["code_layout"] == 0
+
+
+def test_the_corpus_table_says_how_far_placement_moved_a_configuration(tmp_path):
+    from shimlab.bench import corpus_report
+    from shimlab.bench.results import RunSamples
+    results = ResultFile(tmp_path / "r.json")
+    cfgs = []
+    for name, slow in (("a.bf", 1.20), ("b.bf", 1.05)):
+        c = harness.Config("programs", name, "tailcall", "cc")
+        runs = [RunSamples(cycles=[], ns=[100, 101, 99], code_layout=1),
+                RunSamples(cycles=[], ns=[int(100 * slow)] * 3, code_layout=2)]
+        results.add(c.key, c.describe(), runs)
+        cfgs.append(c)
+    one = harness.Config("programs", "c.bf", "goto", "cc")       # one layout: no spread
+    results.add(one.key, one.describe(), [RunSamples(cycles=[], ns=[5], code_layout=1)])
+    rows = corpus_report.placement(results, cfgs + [one])
+    assert len(rows) == 1
+    name, kind, n, spread, largest = rows[0]
+    assert (name, kind, n) == ("tailcall --bf-opt 0", "steady", "2")
+    assert spread == f"{((1.2 * 1.05) ** 0.5 - 1) * 100:.1f}%" and largest == "20.0% a.bf"

@@ -13,6 +13,7 @@ programs.
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from .. import corpus as corpus_mod
@@ -168,7 +169,43 @@ def report(results, cfgs: list[harness.Config], entries) -> list[str]:
                                     "95% CI", "worst", "best"], align="llllrlll"))
     lines.append("geomean, worst, best: speedup over tailcall --bf-opt 0 (CPython: on the "
                  "minipy programs only); intervals resample worker processes and runs")
+    prow = placement(results, cfgs)
+    if prow:
+        lines.append("")
+        lines.append(table(prow, ["configuration", "kind", "n", "geomean spread",
+                                  "largest"], align="lllrl"))
+        lines.append("code placement: per program, the median time of its slowest code "
+                     "layout over its fastest (the same machine code, shifted; process-to-"
+                     "process noise included); a spread near a speedup's distance from 1 "
+                     "means that speedup may be placement")
     return lines
+
+
+def placement(results, cfgs: list[harness.Config]) -> list[list[str]]:
+    """Per configuration, how far code placement alone moved its times: the
+    geometric mean over programs of slowest layout / fastest layout, and the
+    program it moved most.  A baseline that got slower because new handlers
+    shifted the hot ones across cache lines (December 2026) shows here."""
+    groups: dict = {}
+    for c in cfgs:
+        if c.mode == CPYTHON or c.key not in results:
+            continue
+        by: dict = {}
+        for r in results.get(c.key).runs:
+            if r.code_layout is not None and r.ns:
+                by.setdefault(r.code_layout, []).extend(r.ns)
+        if len(by) < 2:
+            continue
+        meds = [stats.median(v) for v in by.values()]
+        groups.setdefault((_group_label(c), c.whole), []).append(
+            (max(meds) / min(meds), Path(c.workload).name))
+    rows = []
+    for (name, whole), xs in groups.items():
+        g = math.exp(sum(math.log(x) for x, _ in xs) / len(xs))
+        worst = max(xs)
+        rows.append([name, "whole" if whole else "steady", str(len(xs)),
+                     f"{(g - 1) * 100:.1f}%", f"{(worst[0] - 1) * 100:.1f}% {worst[1]}"])
+    return rows
 
 
 def entries_for(names) -> list:

@@ -211,6 +211,7 @@ def main(args) -> int:
     configs = configs_for(workloads, cc, caches=caches, jit_opts=jit_opts, bf_opts=bf_opts)
     opts = harness.Options(processes=args.processes or (3 if args.quick else 5), warmup=2,
                            samples=args.samples or (10 if args.quick else 5), cpu=args.cpu,
+                           code_layouts=getattr(args, "code_layouts", None) or 0,
                            tape_len=getattr(args, "tape_size", None) or harness.Options.tape_len)
     with_stencils, notes = [], []
     if getattr(args, "stencil", None):
@@ -276,7 +277,7 @@ def corpus_main(args, cc: str) -> int:
                                     before=str(Path(before).resolve()) if before else None,
                                     trace_cache=bool(getattr(args, "trace_cache", False)))
     opts = harness.Options(processes=args.processes or 3, warmup=1, samples=args.samples or 3,
-                           cpu=args.cpu,
+                           cpu=args.cpu, code_layouts=getattr(args, "code_layouts", None) or 3,
                            tape_len=getattr(args, "tape_size", None) or harness.Options.tape_len)
     results = harness.open_results(args, "programs", configs)
     outcome = harness.measure_and_tell(configs, results, opts)
@@ -284,7 +285,8 @@ def corpus_main(args, cc: str) -> int:
         return 130
     print("\n".join(corpus_report.report(results, configs, entries)))
     print(f"({cc}; steady: one warm-up run, then {opts.samples} timed runs in each of "
-          f"{opts.processes} worker processes, a loop that gets hot later restarts the samples; "
+          f"{opts.processes} worker processes over {opts.code_layouts} code layouts, a loop "
+          "that gets hot later restarts the samples; "
           "whole: the same numbers of `shimlab run` processes, as a user's Python starts them, "
           f"bytecode cached, the JIT at run's defaults (nothing compiled before {PAYBACK_MS} ms "
           "in the interpreter), its trace cache "

@@ -42,6 +42,8 @@ def command(job: dict) -> list[str]:
         cmd += ["--bf-opt", str(int(job.get("bf_opt") or 0))]
     if job["mode"] != "tailcall" and job["mode"] != CPYTHON:
         cmd += ["--jit-opt", str(int(job.get("jit_opt") or 0))]
+    if job.get("code_layout"):      # (a checkout from before run had it refuses the option)
+        cmd += ["--code-layout", str(int(job["code_layout"]))]
     return cmd
 
 
@@ -94,7 +96,8 @@ def run_job(job: dict) -> dict:
     return {"cycles": [], "ns": walls, "cpu_ns": cpus, "warmup_ns": warm, "tsc_hz": None,
             "pid": os.getpid(), "cpu": sorted(os.sched_getaffinity(0))[0],
             "compiler_version": _python() if job["mode"] == CPYTHON else job["cc"],
-            "flags": " ".join(cmd[1:3]), "layout_seed": 0}
+            "flags": " ".join(cmd[1:3]), "layout_seed": 0,
+            "code_layout": None if job["mode"] == CPYTHON else int(job.get("code_layout") or 0)}
 
 
 def _hold(out: bytes, job: dict) -> None:

@@ -134,6 +134,11 @@ def add_parser(sub, help_text: str) -> None:
                    help="with --corpus: also every configuration as another checkout (its "
                         "root, with a .venv made by make setup) runs it, in the same rounds: "
                         "before and after a change side by side")
+    g.add_argument("--code-layouts", type=positive_int, metavar="K",
+                   help="builds per configuration with the code shifted, the worker "
+                        "processes (and whole-process samples) spread over them (default: 3 "
+                        "with --corpus, where the table also says how far placement alone "
+                        "moved each configuration; else the compiler's placement only)")
     g.add_argument("--cc", help="compiler (a clang with preserve_none; default: the best)")
     g.add_argument("--processes", type=positive_int, help="worker processes per configuration")
     g.add_argument("--samples", type=positive_int, help="measured runs per worker")

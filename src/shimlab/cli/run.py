@@ -84,6 +84,11 @@ def add_parser(sub, help_text: str) -> None:
     p.add_argument("--tape-size", default=TAPE_LEN, metavar="N",
                    help=f"BF programs: cells on the tape (default {TAPE_LEN}, at "
                         f"most {MAX_TAPE}); moving the head past either end is an error")
+    p.add_argument("--code-layout", default=0, metavar="N",
+                   help="run on the interpreter built with its code shifted to layout N "
+                        "(as benchmarks' --code-layouts place it; layouts 1 to 4 are the "
+                        "four 16-byte offsets in a cache line; default 0, the compiler's "
+                        "placement)")
     p.set_defaults(fn=cmd_run)
 
 
@@ -93,6 +98,7 @@ def check_numbers(args) -> None:
     numbers.convert(args, "--timeout", numbers.seconds)
     numbers.convert(args, "--max-output", numbers.positive_int)
     numbers.convert(args, "--tape-size", numbers.int_in(1, MAX_TAPE, "a number of cells"))
+    numbers.convert(args, "--code-layout", numbers.int_in(0, 1 << 20, "a code layout"))
 
 
 def _stdin_fd(arg: str | None) -> int | None:
@@ -294,6 +300,9 @@ def cmd_run(args) -> int:
     if modes.is_jit(args.mode) and args.trace_cache is None:
         from ..jit import trace_cache      # SHIMLAB_TRACE_CACHE, checked before any work
         trace_cache.setting()
+    if args.code_layout and args.mode == modes.REFERENCE:
+        raise ShimlabError(f"--code-layout {args.code_layout}: the reference mode is Python, "
+                           "it has no machine code to place")
     build.check_cache(args.mode if args.mode != modes.REFERENCE else "tailcall", args.cache)
     # --stencil is checked against the stencils of the compiler the build
     # will use, before the program is compiled and the interpreter built
@@ -332,7 +341,8 @@ def cmd_run(args) -> int:
             return _lean(oracle.run(program, data, **limits))
     else:
         # --stats counts instructions too: the share of them that ran in traces
-        b = build.build(args.mode, args.cc, count=args.count or args.stats, cache=args.cache)
+        b = build.build(args.mode, args.cc, count=args.count or args.stats, cache=args.cache,
+                        code_layout=args.code_layout)
         jit = None
         if modes.is_jit(args.mode):
             jit = {"threshold": args.jit_threshold or DEFAULT_THRESHOLD,

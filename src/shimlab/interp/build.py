@@ -108,16 +108,23 @@ class Build(Frozen):
 # entries, cross a 32-byte boundary or alias in 4K: the same machine code can
 # run 30% apart at two addresses.  A code layout shifts all of the
 # interpreter's code by a multiple of 16 bytes (functions stay aligned as the
-# compiler wants) below one page, by padding at the start of .text.
-CODE_SHIFT_STEP, CODE_SHIFT_SPAN = 16, 4096
+# compiler wants) below one page, by padding at the start of .text.  Layouts
+# 1, 2, 3, 4 put the code at the four 16-byte offsets in a 64-byte line (then
+# again from 5): drawn at random, three layouts could share one offset, and
+# they did (December 2026: 1 to 4 all at 32), so "over three layouts" had moved
+# the code between pages and predictor entries but never within its lines,
+# where a 24-byte handler crosses a line or not.
+CODE_SHIFT_STEP, CODE_SHIFT_SPAN, CODE_LINE = 16, 4096, 64
 
 
 def code_shift(layout: int) -> int:
-    """Bytes of padding of code layout `layout` (0 for layout 0)."""
+    """Bytes of padding of code layout `layout` (0 for layout 0): a line
+    drawn from the layout's hash, and offset (layout - 1) mod 4 in it."""
     if not layout:
         return 0
     h = hashlib.sha256(f"code-layout-{layout}".encode()).digest()
-    return CODE_SHIFT_STEP * (int.from_bytes(h[:4], "little") % (CODE_SHIFT_SPAN // CODE_SHIFT_STEP))
+    line = int.from_bytes(h[:4], "little") % (CODE_SHIFT_SPAN // CODE_LINE)
+    return CODE_LINE * line + CODE_SHIFT_STEP * ((layout - 1) % (CODE_LINE // CODE_SHIFT_STEP))
 
 
 def _with_code_shift(driver: str, layout: int) -> str:
