@@ -30,14 +30,16 @@ def main(argv=None) -> int:
     ap.add_argument("--round", type=int, default=200, metavar="N",
                     help="examples per kind per round (default 200)")
     ap.add_argument("--full", action="store_true",
-                    help="every example in every K and thresholds 1, 64 and a drawn one "
-                         "(about four times the configurations)")
+                    help="every example in every K and thresholds 1, 64 and a drawn one, "
+                         "and replayed traces in every JIT mode at levels 2 and 3 "
+                         "(about five times the configurations)")
     args = ap.parse_args(argv)
     kinds = args.kind or sorted(differential.PROPERTIES)
     differential.FULL = args.full
     per = differential.example_configs(1, 2)
-    matrix = ("every K, thresholds 1, 64 and a drawn one" if args.full
-              else "K = 0 and a drawn K, threshold 1 and a drawn one")
+    matrix = ("every K, thresholds 1, 64 and a drawn one, replayed traces in every JIT mode"
+              if args.full else "K = 0 and a drawn K, threshold 1 and a drawn one, replayed "
+              f"traces in {' and '.join(differential.REPLAY_MODES)}")
     from conftest import interpreter_configs
     configs = interpreter_configs()
     print(f"fuzz: {', '.join(kinds)} on {len(configs)} interpreters "

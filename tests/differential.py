@@ -19,6 +19,7 @@ import functools
 import hashlib
 import json
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +35,7 @@ from conftest import ROOT, execution_configs, get_build
 from shimlab.interp import loader
 from shimlab import isa, isolate, modes, oracle, vm
 from shimlab.frontend import bf, compile_text, slbc
-from shimlab.jit import optimize
+from shimlab.jit import optimize, trace_cache
 from shimlab.jit.defaults import DEFAULT_THRESHOLD
 from shimlab.frontend.verify import verify
 
@@ -105,6 +106,9 @@ class Config:
     level: int | None = None     # JIT modes only
     k: int = 0                   # tailcall and the JIT modes on clang
     threshold: int = 1           # JIT modes only
+    # JIT modes: run once with the trace cache on, then again, the second
+    # run installing the first's traces when its JIT starts (trace_cache.py)
+    replay: bool = False
 
     def label(self) -> str:
         out = f"{self.mode}/{self.cc}"
@@ -114,6 +118,8 @@ class Config:
             out += f" --cache {self.k}"
         if modes.is_jit(self.mode) and self.threshold != 1:
             out += f" --jit-threshold {self.threshold}"
+        if self.replay:
+            out += " (a second run, its traces replayed from the trace cache)"
         return out
 
 
@@ -121,16 +127,28 @@ KS = range(1, 6)                 # --cache K: 1..5
 THRESHOLDS = range(2, 101)       # the drawn threshold: traces that start late, exits that heat slowly
 
 
-def configs(ks=(), thresholds=(1,)) -> list[Config]:
+# the JIT modes whose traces a replay config runs (all of them with replay_all)
+REPLAY_MODES = ("jit-direct", "jit-shim")
+
+
+def configs(ks=(), thresholds=(1,), replay_all: bool = False) -> list[Config]:
     """Every interpreter this machine builds (conftest.execution_configs);
     the JIT modes at every optimizer level and each threshold in
-    `thresholds`; the modes that cache at K = 0 and at each K in `ks`."""
+    `thresholds`; the modes that cache at K = 0 and at each K in `ks`.
+    Replayed traces (Config.replay) at the top optimizer level and the last
+    threshold, at each K: in REPLAY_MODES, or with replay_all in every
+    JIT mode at levels 2 and up."""
     out = []
     for mode, cc in execution_configs():
         k_here = (0,) + tuple(k for k in ks if k) if modes.get(mode).cache else (0,)
         if modes.is_jit(mode):
             out += [Config(mode, cc, level, k, th) for level in optimize.LEVELS
                     for k in k_here for th in thresholds]
+            if replay_all or mode in REPLAY_MODES:
+                levels = [lv for lv in optimize.LEVELS if lv >= 2] if replay_all \
+                    else [max(optimize.LEVELS)]
+                out += [Config(mode, cc, level, k, thresholds[-1], replay=True)
+                        for level in levels for k in k_here]
         else:
             out += [Config(mode, cc, None, k) for k in k_here]
     return out
@@ -141,11 +159,36 @@ def run_config(cfg: Config, program, data: bytes):
     once it was taken `threshold` times, as a loop, and check after every
     compile that no mapping is writable and executable."""
     b = get_build(cfg.mode, cfg.cc, count=True, cache=cfg.k)
+    if cfg.replay:
+        return _replayed(b, cfg, program, data)
     if modes.is_jit(cfg.mode):
         with vm.Loaded(b, program, data, jit={"threshold": cfg.threshold, "verify_wx": True,
                                               "opt": cfg.level}) as loaded:
             return loaded.run()
     return vm.run(b, program, data)
+
+
+def _replayed(b, cfg: Config, program, data: bytes):
+    """The second of two runs with the trace cache on (in a folder of their
+    own): the first records and lists its traces, the second installs them
+    all at its first hot loop, long before most of them got hot the first
+    time, and its side traces linked before their exits ever ran."""
+    jit = {"threshold": cfg.threshold, "verify_wx": True, "opt": cfg.level,
+           "trace_cache": "on"}
+    kept = trace_cache.folder
+    with tempfile.TemporaryDirectory() as folder:
+        trace_cache.folder = lambda: Path(folder)
+        try:
+            with vm.Loaded(b, program, data, jit=jit) as loaded:
+                loaded.run()
+            with vm.Loaded(b, program, data, jit=jit) as loaded:
+                result = loaded.run()
+                tc = loaded.jit.trace_cache       # (None: no loop got hot, nothing listed)
+                if tc is not None and tc.replay and not tc.replayed:
+                    raise AssertionError("the second run installed none of the traces listed")
+                return result
+        finally:
+            trace_cache.folder = kept
 
 
 def _run_all(configs, program, data):
@@ -250,7 +293,7 @@ _shrinking: dict | None = None
 
 def _kind_of(cfg: Config) -> tuple:
     # K and the threshold are drawn anew by each candidate: any K >= 1, any threshold > 1
-    return cfg.mode, cfg.cc, cfg.level, cfg.k > 0, cfg.threshold > 1
+    return cfg.mode, cfg.cc, cfg.level, cfg.k > 0, cfg.threshold > 1, cfg.replay
 
 
 def _failed(expected: dict, results: dict) -> None:
@@ -309,7 +352,7 @@ def drawn_configs(k: int, threshold: int) -> list[Config]:
 
 def full_configs(threshold: int) -> list[Config]:
     """The whole matrix: every K in 1..5, thresholds 1, the JIT's default and the drawn one."""
-    return configs(ks=KS, thresholds=sorted({1, DEFAULT_THRESHOLD, threshold}))
+    return configs(ks=KS, thresholds=sorted({1, DEFAULT_THRESHOLD, threshold}), replay_all=True)
 
 
 # what the properties run each example in: drawn_configs, or with FULL

@@ -33,7 +33,8 @@ def configs(entries, cc: str, modes_, jit_opts, bf_opts, whole: bool,
     the last one measured), CPython for minipy; each steady and, with `whole`, whole
     process; with `before` (another checkout's root) each shimlab
     configuration also as that checkout runs it; trace_cache: the JIT's
-    whole processes with their trace cache on (else off)."""
+    whole processes also with their trace cache on, beside those with it
+    off (a first run's)."""
     from dataclasses import replace
     out = []
     for e in entries:
@@ -51,7 +52,9 @@ def configs(entries, cc: str, modes_, jit_opts, bf_opts, whole: bool,
                             else []):
                 out.append(v)
                 if whole:
-                    out.append(_whole(v, trace_cache))
+                    out.append(_whole(v))
+                    if trace_cache and mode_registry.is_jit(v.mode):
+                        out.append(_whole(v, True))
     return out
 
 

@@ -289,9 +289,10 @@ def corpus_main(args, cc: str) -> int:
           "that gets hot later restarts the samples; "
           "whole: the same numbers of `shimlab run` processes, as a user's Python starts them, "
           f"bytecode cached, the JIT at run's defaults (nothing compiled before {PAYBACK_MS} ms "
-          "in the interpreter), its trace cache "
-          + ("on: after the first process each places its traces from the plans kept)"
-             if getattr(args, "trace_cache", False) else
-             "off: every process optimizes and lays out every trace)"))
+          "in the interpreter), its trace cache off: every process records, optimizes and "
+          "lays out every trace" + ("; tc, trace cache: with it on, each process after the "
+                                    "first installs the last one's traces when its JIT starts, "
+                                    "from the plans kept)"
+                                    if getattr(args, "trace_cache", False) else ")"))
     print(f"\nresults: {results.path}")
     return 1 if outcome.failures else 0

@@ -116,6 +116,8 @@ class Installer:
             info.compile_ns = time.thread_time_ns() - t_in - optimize_ns
         if not side:             # a side trace is reached only through its side exit
             self._enter_at(trace.start, address)
+        if self.jit.trace_cache is not None:      # the next run installs it again
+            self.jit.trace_cache.note_installed(trace, side, blocks)
 
     def _lay_out(self, trace: Trace, ctx, jit_compile) -> tuple:
         """The trace laid out (compile_trace's, size_only), and the

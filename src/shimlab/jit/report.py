@@ -91,8 +91,9 @@ def report(jit, counts=None) -> str:
     cache = jit.trace_cache
     if cache is not None:
         lines.append(f"  trace cache ({jit.trace_cache_setting}): {cache.hits} of "
-                     f"{len(s.traces)} trace(s) placed from plans earlier runs kept "
-                     f"({cache.path})")
+                     f"{len(s.traces)} trace(s) placed from plans earlier runs kept, "
+                     f"{cache.replayed} installed when the JIT started from the list the "
+                     f"last run left (in {cache.replay_ns / 1e6:.1f} ms) ({cache.path})")
     elif jit.ready:
         lines.append("  trace cache: off (every trace optimized and laid out)")
     lines += trace_times(s.traces)

@@ -150,6 +150,7 @@ class Jit:
             self.trace_cache_setting = tc.setting(trace_cache)
         self.overrides = overrides
         self.trace_cache = None           # opened by _ready when the setting allows
+        self._replay_done = False         # its replay list installed (_replay)
         if payback_ms < 0:
             raise JitError("the JIT's payback time cannot be negative")
         self.payback_ns = int(payback_ms * 1e6)
@@ -174,6 +175,35 @@ class Jit:
         self.trace_cache = self._open_trace_cache()
         self.ready = True
         self.stats.start_ns = time.thread_time_ns() - t0
+
+    def _replay(self, vm) -> bool:
+        """Once, when the JIT starts: the traces the trace cache lists from
+        the last run, installed in its order (side traces linked as they
+        were).  True when it installed any: the recording that started the
+        JIT is then dropped (its loop may have a trace now; if not, it
+        gets hot again)."""
+        cache = self.trace_cache
+        if cache is None or self._replay_done:
+            return False
+        self._replay_done = True
+        entries = cache.traces(self.code)
+        if not entries:
+            return False
+        t0 = time.thread_time_ns()
+        code_base = int(self.ffi.cast("uintptr_t", vm.code))
+        for trace, side, blocks in entries:
+            before = len(self.stats.traces)
+            self.installer.install(trace, code_base, side=side, blocks=blocks)
+            if len(self.stats.traces) > before:
+                cache.replayed += 1
+                if not side:
+                    self.counters[trace.start] = NEVER
+        cache.replay_ns = time.thread_time_ns() - t0
+        start = self._pc_of(vm, vm.rec_start)
+        if self.counters[start] != NEVER:
+            self.counters[start] = self.threshold
+        vm.rec_len = 0
+        return True
 
     def _open_trace_cache(self):
         """The plans of earlier runs of this program under these options, or
@@ -209,6 +239,8 @@ class Jit:
             return
         try:
             self._ready()
+            if self._replay(vm):
+                return
         except Exception as e:      # as a failed compile: stop jitting, fail after the run
             self.error = e
             for i in range(len(self.code)):

@@ -1,7 +1,11 @@
 """Traces laid out by earlier runs of a program, kept between processes: a
 trace recorded again is placed from its plan (compile.plan_of: pieces,
 sizes, exits, no address) instead of being optimized and laid out again,
-which was about half of each trace's ~0.3 ms (issue 24).
+which was about half of each trace's ~0.3 ms (issue 24).  The file also
+lists the traces the last run installed, in order (replay): a later run
+installs them all when its JIT starts, without recording them again or
+waiting for each loop to get hot, and a trace is a guarded path valid
+wherever its start is reached, so they need not come from the same input.
 
 One file a program and set of options (build/traces/), read when the JIT
 starts and written when it closes if it compiled a trace the file lacked.
@@ -28,11 +32,12 @@ from pathlib import Path
 from ..atomicfile import write_atomic
 from ..errors import JitError
 from ..paths import SRC, build_root
-from .trace import TraceOp
+from .trace import Trace, TraceOp
 
-FORMAT = b"SLTC1" + bytes(sys.version_info[:2])    # the file's layout; marshal's Python
+FORMAT = b"SLTC2" + bytes(sys.version_info[:2])    # the file's layout; marshal's Python
 _HEAD = len(FORMAT) + 4                             # then the payload's CRC-32
 MAX_FILES = 256           # the folder keeps the most recently written this many
+MAX_REPLAY = 4096         # traces a file lists for the next run to install
 SETTINGS = ("on", "off", "verify")
 # the modules whose code decides a trace's plan: an edit to any changes every key
 _SOURCES = ("jit/compile.py", "jit/optimize.py", "jit/fuse.py", "jit/reglocals.py",
@@ -85,6 +90,12 @@ def trace_key(trace) -> bytes:
                  tuple(map(_OP_FIELDS, trace.ops)))).encode()
 
 
+def replay_entry(trace, side: bool, blocks: int) -> tuple:
+    """A trace as plain data marshal writes (a replay list's entry)."""
+    return (trace.start, tuple(map(_OP_FIELDS, trace.ops)), trace.closed, trace.end_pc,
+            trace.why_end, side, blocks)
+
+
 class TraceCache:
     """The plans of one program under one key (options: a tuple of plain
     values that decides every layout, the stencils' digests among them)."""
@@ -94,26 +105,29 @@ class TraceCache:
                     hashlib.sha1(repr((list(code), list(consts))).encode()).hexdigest())
         self.path = folder() / (hashlib.sha1(repr(self.key).encode()).hexdigest()[:24] + ".bin")
         self.verify = verify
-        self.plans: dict = self._read()
+        self.plans, self.replay = self._read()
         self.new = 0              # plans made in this process (save writes them)
         self.hits = 0             # traces placed from a plan (install counts them)
+        self.installed: list = []  # this run's traces, as replay entries (note_installed)
+        self.replayed = 0         # traces installed from the replay list (runtime counts them)
+        self.replay_ns = 0        # and the thread CPU time that took
 
-    def _read(self) -> dict:
+    def _read(self) -> tuple[dict, list]:
         try:
             blob = self.path.read_bytes()
         except OSError:
-            return {}
+            return {}, []
         payload = blob[_HEAD:]
         if blob[:len(FORMAT)] != FORMAT or \
                 int.from_bytes(blob[len(FORMAT):_HEAD], "little") != zlib.crc32(payload):
-            return {}
+            return {}, []
         try:
-            key, plans = marshal.loads(payload)
+            key, plans, replay = marshal.loads(payload)
         except (ValueError, EOFError, TypeError):
-            return {}
-        if key != self.key or not isinstance(plans, dict):
-            return {}
-        return plans
+            return {}, []
+        if key != self.key or not isinstance(plans, dict) or not isinstance(replay, list):
+            return {}, []
+        return plans, replay
 
     @staticmethod
     def key_of(trace) -> bytes:
@@ -146,13 +160,37 @@ class TraceCache:
     def drop(self, key: bytes) -> None:
         self.plans.pop(hashlib.sha1(key).digest(), None)
 
+    # -- the replay list: the traces of the last run, in the order it installed them
+    def note_installed(self, trace, side: bool, blocks: int) -> None:
+        """A trace this run installed (after its blocks were added: as
+        install took it), for the next run to install again."""
+        if len(self.installed) < MAX_REPLAY:
+            self.installed.append(replay_entry(trace, side, blocks))
+
+    def traces(self, code) -> list:
+        """The replay list as (Trace, side, blocks), in order; [] when any
+        entry is not a trace of `code` (each instruction as the program has
+        it: a list from another program is never installed)."""
+        out = []
+        try:
+            for start, ops, closed, end_pc, why_end, side, blocks in self.replay:
+                trace = Trace(start, [TraceOp(*op) for op in ops], closed, end_pc, why_end)
+                for t in trace.ops:
+                    if not t.synthetic and tuple(code[t.pc]) != (t.op, t.arg):
+                        return []
+                out.append((trace, bool(side), int(blocks)))
+        except (TypeError, ValueError, IndexError):
+            return []
+        return out
+
     def save(self) -> None:
-        """Writes the plans if this process made any (best effort: a
-        read-only build directory keeps none), and keeps the folder to
-        MAX_FILES files."""
-        if not self.new:
+        """Writes the plans and this run's replay list if either changed
+        (best effort: a read-only build directory keeps none), and keeps
+        the folder to MAX_FILES files."""
+        if not self.new and (not self.installed or self.installed == self.replay):
             return
-        payload = marshal.dumps((self.key, self.plans))
+        replay = self.installed or self.replay
+        payload = marshal.dumps((self.key, self.plans, replay))
         try:
             write_atomic(self.path, FORMAT + zlib.crc32(payload).to_bytes(4, "little") + payload)
             self.new = 0
