@@ -20,6 +20,7 @@ class TraceInfo:
     address: int = 0
     tallies: object = None           # int64[1 + exits]: entries, then each exit
     side: bool = False               # a side trace: recorded from a hot exit
+    replayed: bool = False           # installed from the trace cache's replay list
     heat: object = None              # int64[exits]: each exit's countdown to a side trace
     patch_at: list = field(default_factory=list)   # per exit: where its link jump goes
     linked: list = field(default_factory=list)     # per exit: jumps into a trace
@@ -73,9 +74,10 @@ def report(jit, counts=None) -> str:
              f"{sum(t.size for t in s.traces)} bytes of code"
              + (" (dual-mapped: the kernel refused mprotect to exec)"
                 if jit.memory.dual else "")]
-    side = sum(1 for t in s.traces if t.side)
+    recorded = [t for t in s.traces if not t.replayed]
+    side = sum(1 for t in recorded if t.side)
     loops = s.recordings - s.side_recordings
-    lines.append(f"  recordings: {loops} at hot loops ({len(s.traces) - side - len(jit.stretches)}"
+    lines.append(f"  recordings: {loops} at hot loops ({len(recorded) - side - len(jit.stretches)}"
                  f" compiled, {s.retried} retried because the path left the loop), "
                  f"{s.side_recordings} at hot side exits ({side} compiled); "
                  f"{s.links} exit(s) linked to traces, trace optimizer level {jit.opt}")

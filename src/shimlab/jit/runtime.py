@@ -195,6 +195,7 @@ class Jit:
             before = len(self.stats.traces)
             self.installer.install(trace, code_base, side=side, blocks=blocks)
             if len(self.stats.traces) > before:
+                self.stats.traces[-1].replayed = True
                 cache.replayed += 1
                 if not side:
                     self.counters[trace.start] = NEVER
