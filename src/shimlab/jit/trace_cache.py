@@ -8,7 +8,8 @@ waiting for each loop to get hot, and a trace is a guarded path valid
 wherever its start is reached, so they need not come from the same input.
 
 One file a program and set of options (build/traces/), read when the JIT
-starts and written when it closes if it compiled a trace the file lacked.
+starts and written when it closes if it compiled a trace the file lacked
+or installed other traces than the file lists.
 A plan is used only under the exact key it was made under: the file's
 (the program's code and constants, the mode and every option that changes
 a layout, the stencil artifacts' bytes, the source of every module that
@@ -86,14 +87,17 @@ def trace_key(trace) -> bytes:
     start and end, as text (compared whole, never by a hash alone; repr,
     not marshal, whose bytes for equal values depend on what else refers
     to them)."""
-    return repr((trace.start, trace.closed, trace.end_pc,
-                 tuple(map(_OP_FIELDS, trace.ops)))).encode()
+    return repr((trace.start, trace.closed, trace.end_pc, _ops(trace))).encode()
+
+
+def _ops(trace) -> tuple:
+    """Every instruction of a trace as a tuple of the fields that make it."""
+    return tuple(map(_OP_FIELDS, trace.ops))
 
 
 def replay_entry(trace, side: bool, blocks: int) -> tuple:
     """A trace as plain data marshal writes (a replay list's entry)."""
-    return (trace.start, tuple(map(_OP_FIELDS, trace.ops)), trace.closed, trace.end_pc,
-            trace.why_end, side, blocks)
+    return (trace.start, _ops(trace), trace.closed, trace.end_pc, trace.why_end, side, blocks)
 
 
 class TraceCache:
