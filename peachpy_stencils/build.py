@@ -8,7 +8,6 @@ it is written atomically so a crash never leaves half a file.
 """
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.util
 import json
@@ -21,6 +20,7 @@ from pathlib import Path
 from shimlab import paths
 from shimlab.atomicfile import write_atomic
 from shimlab.abi import contract
+from shimlab.digest import sha256
 from shimlab.stencil import PLACEHOLDER, AsmError, disassemble
 
 # The assembler (and with it PeachPy, dataclasses, typing), capstone and
@@ -46,7 +46,7 @@ def families() -> list[str]:
 
 def input_hash(state: dict | None = None) -> str:
     """Hash of the standard stencils' sources, the VM layout and the register contract."""
-    h = hashlib.sha256(json.dumps(state or contract.STATE, sort_keys=True).encode())
+    h = sha256(json.dumps(state or contract.STATE, sort_keys=True).encode())
     here = Path(__file__).parent
     inputs = sorted(here / f"{m}.py" for m in FAMILIES + _NOT_STENCILS) + [
         paths.CSRC / "vm.h", Path(contract.__file__), paths.SRC / "shimlab" / "stencil.py",
@@ -140,14 +140,14 @@ def load_prototype(path: Path) -> dict:
         what = "is not a directory or a .py file" if not path.exists() else \
             f"cannot be read: {e.strerror}"
         raise PrototypeError(f"{path} (from $SHIMLAB_STENCILS) {what}") from None
-    digest = hashlib.sha256(source).hexdigest()[:16]
+    digest = sha256(source).hexdigest()[:16]
     if path in _loaded and _loaded[path][0] == digest:
         return _loaded[path][1]
     require_peachpy()
     from . import asm
     here = Path(__file__).parent
     name = f"peachpy_stencils.{path.stem}" if path.parent == here else \
-        f"peachpy_stencils._prototype_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}_{path.stem}"
+        f"peachpy_stencils._prototype_{sha256(str(path).encode()).hexdigest()[:8]}_{path.stem}"
     module = types.ModuleType(name)
     module.__file__, module.__package__ = str(path), "peachpy_stencils"
     own: dict = {}
@@ -166,7 +166,7 @@ def load_prototype(path: Path) -> dict:
 
 def prototype_hash(path: Path, state: dict | None = None) -> str:
     """What a prototype module's stencils depend on: its source and the standard inputs."""
-    return hashlib.sha256(Path(path).read_bytes() + input_hash(state).encode()).hexdigest()[:16]
+    return sha256(Path(path).read_bytes() + input_hash(state).encode()).hexdigest()[:16]
 
 
 def build_prototypes(path: Path, state: dict | None = None) -> dict:

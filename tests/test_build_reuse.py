@@ -71,7 +71,7 @@ def test_a_truncated_or_overwritten_library_is_rebuilt(cache):
     assert not build.entry_ok(b.path.parent)
     assert build.build("switch", cc).path == b.path
     rebuilt = json.loads((b.path.parent / "build.json").read_text())
-    assert rebuilt["so_sha256"] == build._sha256(b.path) and build.entry_ok(b.path.parent)
+    assert rebuilt["so_sha256"] == build.sha256_file(b.path) and build.entry_ok(b.path.parent)
     assert rebuilt["so_sha256"] != digest or bytes(data) != b.path.read_bytes()
 
 

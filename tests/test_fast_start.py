@@ -50,7 +50,10 @@ def test_a_tiny_run_imports_no_numpy_no_benchmarks_no_jit():
 # width without shutil): the check counts only what `python -c pass` does not
 # import already in this environment
 SLOW_STDLIB = ("dataclasses", "inspect", "typing", "shutil", "tempfile", "threading",
-               "traceback", "subprocess")
+               "traceback", "subprocess",
+               # OpenSSL's load (shimlab/digest.py) and ctypes (isolate.py's prctl):
+               # ~3.5 and ~3 ms of every run's start, the child's included
+               "hashlib", "_hashlib", "ctypes")
 
 
 def test_a_tiny_run_skips_the_slow_stdlib_modules():

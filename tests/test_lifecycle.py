@@ -82,6 +82,19 @@ def test_the_oracle_in_process_writes_out_its_output_when_terminated(hang, sig):
         proc.wait()
 
 
+def _death_signal() -> int:
+    """This process's parent-death signal (prctl PR_GET_PDEATHSIG), read with
+    ctypes: not the way isolate sets it."""
+    import ctypes
+    sig = ctypes.c_int(-1)
+    assert ctypes.CDLL(None).prctl(2, ctypes.byref(sig), 0, 0, 0) == 0
+    return sig.value
+
+
+def test_an_isolated_child_is_set_to_die_with_its_parent():
+    assert isolate.call("the child", _death_signal) == signal.SIGKILL
+
+
 def test_a_subprocess_child_dies_with_its_parent(tmp_path):
     """childpy's children get the same parent-death signal (it survives exec)."""
     pidfile = tmp_path / "pid"

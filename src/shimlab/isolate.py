@@ -93,8 +93,18 @@ PR_SET_PDEATHSIG = 1
 
 @functools.lru_cache(maxsize=None)
 def _prctl():
+    """libc's prctl(option, arg2, arg3, arg4, arg5), or None.  Through cffi's
+    backend, which every run has loaded already (its interpreter's), not
+    ctypes: importing ctypes was ~3 ms of every isolated run's start."""
     if not sys.platform.startswith("linux"):
         return None
+    try:
+        import _cffi_backend as b
+        c_int, c_ulong = b.new_primitive_type("int"), b.new_primitive_type("unsigned long")
+        return b.load_library(None).load_function(
+            b.new_function_type((c_int,) + (c_ulong,) * 4, c_int, 0), "prctl")
+    except (ImportError, OSError, AttributeError):
+        pass
     import ctypes
     try:
         return ctypes.CDLL(None).prctl
@@ -106,7 +116,7 @@ def die_with_parent_hook(preload: bool = True):
     """What a child forked from this process calls first (also a subprocess's
     preexec_fn: it survives exec): the kernel sends the child SIGKILL when
     this process dies, however it dies, SIGKILL included.  With `preload`,
-    ctypes is loaded here, so a preexec_fn imports nothing after the fork;
+    prctl is looked up here, so a preexec_fn imports nothing after the fork;
     isolate.call's child loads it itself (not `shimlab run`'s start-up)."""
     parent = os.getpid()
     if preload:

@@ -20,7 +20,6 @@ Features:
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -29,6 +28,7 @@ from pathlib import Path
 
 from . import modes
 from .atomicfile import write_atomic
+from .digest import sha256
 from .errors import ToolchainError
 from .paths import build_root
 from .record import Frozen
@@ -122,7 +122,7 @@ _FAMILY_FLAGS = {
     "clang": ("-Werror=unknown-attributes", "-Werror=ignored-attributes"),
     "gcc": ("-Werror=attributes",),
 }
-_PROBE_VERSION = hashlib.sha256(
+_PROBE_VERSION = sha256(
     json.dumps([PROBES, _PROBE_FLAGS, _FAMILY_FLAGS], sort_keys=True).encode()).hexdigest()[:16]
 # Warnings that mean "this attribute did nothing", whatever the flags did.
 _IGNORED_RE = re.compile(r"unknown attribute|attribute (directive )?ignored|"

@@ -11,11 +11,11 @@ default (what clang 19 and 22 do), used when no compiler is named.
 """
 from __future__ import annotations
 
-import hashlib
 from functools import lru_cache
 from pathlib import Path
 
 from .. import toolchain
+from ..digest import sha256
 from ..errors import ShimlabError
 
 PRESERVE_NONE_ARGS = ("r12", "r13", "r14", "r15", "rdi", "rsi", "rdx", "rcx", "r8", "r9",
@@ -93,7 +93,7 @@ PROBE = ("".join(f"long sl_probe_arg{i};\n" for i in range(NARGS))
          + ", ".join(f"long a{i}" for i in range(NARGS)) + ") {\n"
          + "".join(f"    sl_probe_arg{i} = a{i};\n" for i in range(NARGS)) + "}\n")
 
-_PROBE_KEY = hashlib.sha256(PROBE.encode()).hexdigest()[:16]   # a new probe, a new key
+_PROBE_KEY = sha256(PROBE.encode()).hexdigest()[:16]   # a new probe, a new key
 
 
 def parse(insns, relocs: dict[int, str]) -> tuple[str, ...]:

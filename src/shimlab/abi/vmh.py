@@ -6,11 +6,11 @@ from vm.h and jit_interp.h, so the Python view cannot drift from the C one.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from functools import lru_cache
 
+from ..digest import sha256
 from ..paths import CSRC, build_root
 
 # The driver's and the JIT support's functions (csrc/driver.c, shim.c, jitmem.c).
@@ -50,7 +50,7 @@ def ffi():
     m = re.search(r"/\* cdef-begin.*?\*/(.*)/\* cdef-end \*/", text, re.S)
     decls = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S) + FUNCTIONS
     import _cffi_backend        # cffi's C half: the parsed form is tied to its version
-    key = hashlib.sha256(f"{_cffi_backend.__version__}\0{decls}".encode()).hexdigest()[:16]
+    key = sha256(f"{_cffi_backend.__version__}\0{decls}".encode()).hexdigest()[:16]
     path = build_root() / "cffi" / f"vmh_{key}.py"
     try:
         source = path.read_text()

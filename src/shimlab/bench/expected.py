@@ -9,10 +9,10 @@ oracle on random programs), and the check says so.
 """
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from .. import isolate, oracle, vm
+from ..digest import sha256
 from ..errors import RunError
 from ..frontend import load_program
 from ..interp import build as build_mod
@@ -24,7 +24,7 @@ _SHOWN = 1 << 16          # output kept as it is up to this many bytes (beyond: 
 
 
 def _sha(data: bytes) -> str:
-    return hashlib.sha256(bytes(data)).hexdigest()
+    return sha256(bytes(data)).hexdigest()
 
 
 def summary(result) -> dict:

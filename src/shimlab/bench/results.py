@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import datetime
 import gzip
-import hashlib
 import io
 import json
 import math
@@ -50,6 +49,7 @@ from typing import Iterable, Iterator
 import pyperf
 
 from ..atomicfile import write_atomic
+from ..digest import sha256
 from ..errors import ShimlabError
 from ..paths import RESULTS
 
@@ -450,7 +450,7 @@ class ResultFile:
         """Stamp every configuration added from now on with the suite and the
         set of configuration keys of this run (see check_plan)."""
         keys = sorted(set(keys))
-        digest = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:16]
+        digest = sha256("\n".join(keys).encode()).hexdigest()[:16]
         self._plan = {K_SUITE: suite, K_PLAN: f"{len(keys)}:{digest}"}
 
     def check_plan(self, suite: str, keys: Iterable[str]) -> None:

@@ -7,7 +7,6 @@ output, as the in-process workers do, and times nothing if it differs."""
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import os
 import resource
@@ -17,6 +16,7 @@ import time
 from pathlib import Path
 
 from .. import childpy
+from ..digest import sha256
 
 CPYTHON = "cpython"
 # what `run` does, as a user's command line starts it (the console script's body)
@@ -102,7 +102,7 @@ def run_job(job: dict) -> dict:
 
 def _hold(out: bytes, job: dict) -> None:
     want = job["expected"]
-    if hashlib.sha256(out).hexdigest() != want["output_sha256"]:
+    if sha256(out).hexdigest() != want["output_sha256"]:
         raise SystemExit(f"{Path(job['program']).name}: prints another output than "
                          f"{want['by']} ({len(out)} bytes, expected {want['output_len']}); "
                          "not timed")

@@ -6,14 +6,15 @@ shared object, and loaded through cffi.  An unchanged build is never rebuilt.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+import time
 from pathlib import Path
 
 from .. import modes, toolchain
 from ..abi import contract
 from ..atomicfile import write_atomic
+from ..digest import sha256
 from ..errors import BuildError
 from ..modes import Mode
 from ..paths import CSRC, build_root
@@ -122,7 +123,7 @@ def code_shift(layout: int) -> int:
     drawn from the layout's hash, and offset (layout - 1) mod 4 in it."""
     if not layout:
         return 0
-    h = hashlib.sha256(f"code-layout-{layout}".encode()).digest()
+    h = sha256(f"code-layout-{layout}".encode()).digest()
     line = int.from_bytes(h[:4], "little") % (CODE_SHIFT_SPAN // CODE_LINE)
     return CODE_LINE * line + CODE_SHIFT_STEP * ((layout - 1) % (CODE_LINE // CODE_SHIFT_STEP))
 
@@ -156,7 +157,7 @@ def _profile_digest(profile: Path) -> str:
     """Hash of a profile's content (a file, or every file under a directory)."""
     if not profile.exists():
         raise BuildError(f"{profile}: no such profile")
-    h = hashlib.sha256()
+    h = sha256()
     files = sorted(p for p in profile.rglob("*") if p.is_file()) if profile.is_dir() else [profile]
     for f in files:
         h.update(str(f.relative_to(profile) if profile.is_dir() else f.name).encode())
@@ -186,7 +187,7 @@ _verified: set[tuple] = set()     # (path, inode, size, mtime) hashed once per p
 
 
 def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
+    h = sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
@@ -227,13 +228,24 @@ def entry_ok(out_dir: Path, artifact: str = SO_NAME) -> bool:
     sig = (str(so), st.st_ino, st.st_size, st.st_mtime_ns)
     if sig in _verified:
         return True
+    # the library's inode, size, mtime and ctime when it was last hashed and
+    # found whole: a write to it or a file put in its place changes them (the
+    # ctime cannot be set back), so another process need not hash it again
+    # (~1 ms a run with Python's own SHA-256: digest.py).  Kept only for a
+    # library unchanged for a second before it was hashed: timestamps move
+    # in clock ticks, and a write in the same tick would leave them as seen.
+    seen = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+    settled = time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > 1_000_000_000
     try:
         if "so_sha256" not in meta:
             if not _elf_complete(so, st.st_size):
                 return False
             _write_json(out_dir / "build.json", {**meta, **fingerprint(so)})
-        elif meta.get("so_size") != st.st_size or meta.get("so_sha256") != sha256_file(so):
-            return False
+        elif meta.get("so_seen") != seen:
+            if meta.get("so_size") != st.st_size or meta.get("so_sha256") != sha256_file(so):
+                return False
+            if settled:
+                _write_json(out_dir / "build.json", {**meta, "so_seen": seen})
     except OSError:
         return False
     _verified.add(sig)
@@ -282,7 +294,7 @@ def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAU
     sanitize = sanitize_requested() if sanitize is None else bool(sanitize)
     san = sanitize_flags(mode, cc, cache) if sanitize else ()
     sources = _sources(spec, cc, count, code_layout, cache)
-    h = hashlib.sha256()
+    h = sha256()
     for part in (json.dumps(sources, sort_keys=True), cc.path, cc.version, ident,
                  " ".join(BASE_FLAGS + flags + extra + san + defines)) + ((digest,) if digest else ()):
         h.update(part.encode())

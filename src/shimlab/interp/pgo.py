@@ -9,7 +9,6 @@ compiles with it.  clang: -fprofile-instr-generate, llvm-profdata merge,
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -19,6 +18,7 @@ import sys
 from pathlib import Path
 
 from .. import childpy, modes, toolchain
+from ..digest import sha256
 from ..errors import BuildError, RunError, ToolchainError
 from ..frontend import load_program
 from ..paths import CSRC, EXAMPLES, build_root
@@ -71,7 +71,7 @@ def _workloads(workloads) -> list[tuple[str, str | None]]:
 
 
 def _profile_dir(mode: str, cc: toolchain.Compiler, flags, training) -> Path:
-    h = hashlib.sha256()
+    h = sha256()
     parts = [json.dumps(generate.render(), sort_keys=True), cc.path, cc.version, mode,
              " ".join(flags), (CSRC / "driver.c").read_text(),
              (CSRC / "vm.h").read_text()]

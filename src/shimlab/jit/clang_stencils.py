@@ -9,7 +9,6 @@ either source differs only in the instruction stencils.
 """
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import subprocess
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from .. import isa, toolchain
 from ..atomicfile import write_atomic
+from ..digest import sha256
 from ..isa import Flow
 from ..paths import CSRC, build_root
 from ..stencil import Hole, Stencil, StencilError, disassemble
@@ -155,7 +155,7 @@ def _reloc_name(rtype: int) -> str:
 
 
 def _input_hash(cc: toolchain.Compiler, text: str) -> str:
-    h = hashlib.sha256()
+    h = sha256()
     for part in (text, cc.path, cc.version, " ".join(FLAGS), (CSRC / "vm.h").read_text(),
                  Path(__file__).read_text()):
         h.update(part.encode() + b"\0")

@@ -9,7 +9,6 @@ artifact or the source tree, and the JIT and `stencil_check` find it by name
 like a built stencil.  This is how a notebook tries a stencil out."""
 from __future__ import annotations
 
-import hashlib
 import json
 import marshal
 import sys
@@ -23,6 +22,7 @@ import peachpy_stencils.build
 from .. import isa
 from ..abi import contract
 from ..atomicfile import write_atomic
+from ..digest import sha1, sha256
 from ..paths import build_root
 from ..record import field, record, replace
 from ..stencil import PLACEHOLDER, Hole, Stencil, StencilError, disassemble
@@ -93,7 +93,7 @@ def _load(items: tuple) -> dict:
     if raw is not None:
         st = _from_prepared(path, raw, want)
         if st is not None:
-            _DIGESTS[items] = hashlib.sha1(raw).hexdigest()
+            _DIGESTS[items] = sha1(raw).hexdigest()
             return st
     data = None
     if raw is not None:
@@ -113,7 +113,7 @@ def _load(items: tuple) -> dict:
     st = {name: Stencil.from_json(d) for name, d in data["stencils"].items()}
     if raw is not None:
         _write_prepared(path, raw, want, st)
-        _DIGESTS[items] = hashlib.sha1(raw).hexdigest()
+        _DIGESTS[items] = sha1(raw).hexdigest()
     return st
 
 
@@ -165,7 +165,7 @@ def _from_prepared(path: Path, raw: bytes, want: str) -> dict | None:
         digest, hash_, names, codes, holes, docs, listings, flags = marshal.loads(payload)
     except (ValueError, EOFError, TypeError):
         return None
-    if digest != hashlib.sha1(raw).digest() or hash_ != want:
+    if digest != sha1(raw).digest() or hash_ != want:
         return None
     seen: dict = {}       # the same hole in many stencils: one (immutable) Hole
     return {name: Stencil(name, code, tuple([seen.get(h) or seen.setdefault(h, Hole(*h))
@@ -176,7 +176,7 @@ def _from_prepared(path: Path, raw: bytes, want: str) -> dict | None:
 
 def _write_prepared(path: Path, raw: bytes, want: str, st: dict) -> None:
     values = list(st.values())
-    payload = marshal.dumps((hashlib.sha1(raw).digest(), want, tuple(st),
+    payload = marshal.dumps((sha1(raw).digest(), want, tuple(st),
                              tuple(s.code for s in values),
                              tuple(tuple((h.offset, h.width, h.kind) for h in s.holes)
                                    for s in values),
@@ -202,7 +202,7 @@ class Prototypes:
 def _prototype_cache(path: Path, state: dict) -> Path:
     k = contract.key(state) or "default"
     return build_root() / "prototypes" / \
-        f"{hashlib.sha256(str(path).encode()).hexdigest()[:12]}-{path.stem}-{k}.json"
+        f"{sha256(str(path).encode()).hexdigest()[:12]}-{path.stem}-{k}.json"
 
 
 def _build_module(path: Path, state: dict) -> dict:

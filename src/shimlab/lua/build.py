@@ -16,7 +16,6 @@ timing driver loads, is built once per Lua API.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -26,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .. import toolchain
+from ..digest import sha256
 from ..errors import BuildError, ToolchainError
 from ..interp.build import discard, entry_ok, fingerprint
 from ..paths import CSRC
@@ -90,7 +90,7 @@ def _files_digest(h, root: Path, files) -> None:
 
 
 def _key(parts, root: Path | None = None, files=()) -> str:
-    h = hashlib.sha256()
+    h = sha256()
     for p in parts:
         h.update(str(p).encode() + b"\0")
     if root is not None:
