@@ -419,8 +419,9 @@ def test_the_folder_keeps_the_latest_files(plans_folder, monkeypatch):
 
 def test_a_bad_setting_is_one_line_before_any_work():
     from shimlab.errors import JitError
+    from shimlab.jit.defaults import trace_cache_setting
     with pytest.raises(JitError, match="SHIMLAB_TRACE_CACHE=maybe: choose on, off or verify"):
-        trace_cache.setting("maybe")
+        trace_cache_setting("maybe")
     env = {**os.environ, "SHIMLAB_TRACE_CACHE": "maybe"}
     p = subprocess.run([sys.executable, "-m", "shimlab.cli", "run", str(EXAMPLES / "bf" /
                         "hello.bf"), "--mode", "jit-direct"], capture_output=True, text=True,

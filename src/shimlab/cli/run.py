@@ -298,8 +298,8 @@ def cmd_run(args) -> int:
         raise ShimlabError(f"--stats, --perf-map, --stencil and --trace-cache need a JIT mode "
                            f"({', '.join(modes.JIT)})")
     if modes.is_jit(args.mode) and args.trace_cache is None:
-        from ..jit import trace_cache      # SHIMLAB_TRACE_CACHE, checked before any work
-        trace_cache.setting()
+        from ..jit.defaults import trace_cache_setting   # SHIMLAB_TRACE_CACHE, checked
+        trace_cache_setting()                               # before any work
     if args.code_layout and args.mode == modes.REFERENCE:
         raise ShimlabError(f"--code-layout {args.code_layout}: the reference mode is Python, "
                            "it has no machine code to place")

@@ -2,6 +2,10 @@
 `shimlab run --help` and a run of an interpreter mode never load the JIT."""
 from __future__ import annotations
 
+import os
+
+from ..errors import JitError
+
 # back-edges of a loop before it is recorded and traced (1: at once)
 DEFAULT_THRESHOLD = 64
 # `shimlab run` without --jit-threshold: no recording is compiled until the
@@ -14,3 +18,25 @@ PAYBACK_MS = 10
 # the trace optimizer's levels (jit/optimize.py says what each does)
 LEVELS = (0, 1, 2, 3)
 DEFAULT_LEVEL = 3
+
+# the trace cache (jit/trace_cache.py) is read and written unless a run says
+# otherwise: its setting is parsed here, so a run checks it without
+# importing the cache, which only a JIT that starts needs
+TRACE_CACHE_SETTINGS = ("on", "off", "verify")
+
+
+class TraceCacheError(JitError):
+    pass
+
+
+def trace_cache_setting(value: str | bool | None = None) -> str:
+    """"on", "off" or "verify": `value` (True/False for on/off), else
+    $SHIMLAB_TRACE_CACHE (0 or off, 1 or on, verify; unset: on)."""
+    if value is True or value is False:
+        return "on" if value else "off"
+    raw = os.environ.get("SHIMLAB_TRACE_CACHE", "on") if value is None else value
+    v = {"0": "off", "1": "on", "": "on"}.get(raw.strip().lower(), raw.strip().lower())
+    if v not in TRACE_CACHE_SETTINGS:
+        raise TraceCacheError(f"SHIMLAB_TRACE_CACHE={raw}: choose on, off or verify "
+                              "(or 1, 0)")
+    return v

@@ -14,7 +14,7 @@ from ..abi.vmh import ffi
 from ..errors import JitError, ShimlabError
 from ..interp.loader import TABLE_SLOTS, handler_addresses
 from . import report as _report
-from .defaults import DEFAULT_THRESHOLD, LEVELS
+from .defaults import DEFAULT_THRESHOLD, LEVELS, trace_cache_setting
 from .install import ENTER_JIT, Installer, trace_compiler
 from .memory import CodeMemory
 from .policy import initial_counters, payback_countdown, records_nothing
@@ -146,8 +146,7 @@ class Jit:
         if trace_cache is False:
             self.trace_cache_setting = "off"
         else:                             # None: $SHIMLAB_TRACE_CACHE says
-            from . import trace_cache as tc
-            self.trace_cache_setting = tc.setting(trace_cache)
+            self.trace_cache_setting = trace_cache_setting(trace_cache)
         self.overrides = overrides
         self.trace_cache = None           # opened by _ready when the setting allows
         self._replay_done = False         # its replay list installed (_replay)

@@ -21,9 +21,7 @@ anyway and fails if a plan differs from what compiling made.
 """
 from __future__ import annotations
 
-import hashlib
 import marshal
-import os
 import sys
 import zlib
 from functools import lru_cache
@@ -31,7 +29,7 @@ from operator import attrgetter
 from pathlib import Path
 
 from ..atomicfile import write_atomic
-from ..errors import JitError
+from ..digest import sha1
 from ..paths import SRC, build_root
 from .trace import Trace, TraceOp
 
@@ -39,28 +37,10 @@ FORMAT = b"SLTC2" + bytes(sys.version_info[:2])    # the file's layout; marshal'
 _HEAD = len(FORMAT) + 4                             # then the payload's CRC-32
 MAX_FILES = 256           # the folder keeps the most recently written this many
 MAX_REPLAY = 4096         # traces a file lists for the next run to install
-SETTINGS = ("on", "off", "verify")
 # the modules whose code decides a trace's plan: an edit to any changes every key
 _SOURCES = ("jit/compile.py", "jit/optimize.py", "jit/fuse.py", "jit/reglocals.py",
             "jit/trace.py", "jit/trace_cache.py", "isa.py", "modes.py", "stencil.py",
             "record.py", "abi/contract.py")
-
-
-class TraceCacheError(JitError):
-    pass
-
-
-def setting(value: str | bool | None = None) -> str:
-    """"on", "off" or "verify": `value` (True/False for on/off), else
-    $SHIMLAB_TRACE_CACHE (0 or off, 1 or on, verify; unset: on)."""
-    if value is True or value is False:
-        return "on" if value else "off"
-    raw = os.environ.get("SHIMLAB_TRACE_CACHE", "on") if value is None else value
-    v = {"0": "off", "1": "on", "": "on"}.get(raw.strip().lower(), raw.strip().lower())
-    if v not in SETTINGS:
-        raise TraceCacheError(f"SHIMLAB_TRACE_CACHE={raw}: choose on, off or verify "
-                              "(or 1, 0)")
-    return v
 
 
 def folder() -> Path:
@@ -70,7 +50,7 @@ def folder() -> Path:
 @lru_cache(maxsize=None)
 def code_digest() -> str:
     """The source of the modules that decide a plan, hashed."""
-    h = hashlib.sha1()
+    h = sha1()
     for rel in _SOURCES:
         p = SRC / "shimlab" / rel
         h.update(rel.encode() + b"\0" + p.read_bytes() + b"\0")
@@ -106,8 +86,8 @@ class TraceCache:
 
     def __init__(self, options: tuple, code, consts, verify: bool = False):
         self.key = (code_digest(), options,
-                    hashlib.sha1(repr((list(code), list(consts))).encode()).hexdigest())
-        self.path = folder() / (hashlib.sha1(repr(self.key).encode()).hexdigest()[:24] + ".bin")
+                    sha1(repr((list(code), list(consts))).encode()).hexdigest())
+        self.path = folder() / (sha1(repr(self.key).encode()).hexdigest()[:24] + ".bin")
         self.verify = verify
         self.plans, self.replay = self._read()
         self.new = 0              # plans made in this process (save writes them)
@@ -142,7 +122,7 @@ class TraceCache:
     # objects, took ~3 ms); a plan is made when its trace is recorded, and
     # used only if the key it holds is the trace's, byte for byte.
     def get(self, key: bytes):
-        blob = self.plans.get(hashlib.sha1(key).digest())
+        blob = self.plans.get(sha1(key).digest())
         if blob is None:
             return None
         try:
@@ -158,11 +138,11 @@ class TraceCache:
             blob = marshal.dumps((key, plan))
         except ValueError:            # a value marshal cannot write: not kept
             return
-        self.plans[hashlib.sha1(key).digest()] = blob
+        self.plans[sha1(key).digest()] = blob
         self.new += 1
 
     def drop(self, key: bytes) -> None:
-        self.plans.pop(hashlib.sha1(key).digest(), None)
+        self.plans.pop(sha1(key).digest(), None)
 
     # -- the replay list: the traces of the last run, in the order it installed them
     def note_installed(self, trace, side: bool, blocks: int) -> None:
