@@ -44,14 +44,18 @@ def families() -> list[str]:
     return list(FAMILIES)
 
 
+def input_files() -> list[Path]:
+    """The files the standard stencils are made from (besides the state)."""
+    here = Path(__file__).parent
+    return sorted(here / f"{m}.py" for m in FAMILIES + _NOT_STENCILS) + [
+        paths.CSRC / "vm.h", Path(contract.__file__), paths.SRC / "shimlab" / "stencil.py",
+    ]
+
+
 def input_hash(state: dict | None = None) -> str:
     """Hash of the standard stencils' sources, the VM layout and the register contract."""
     h = sha256(json.dumps(state or contract.STATE, sort_keys=True).encode())
-    here = Path(__file__).parent
-    inputs = sorted(here / f"{m}.py" for m in FAMILIES + _NOT_STENCILS) + [
-        paths.CSRC / "vm.h", Path(contract.__file__), paths.SRC / "shimlab" / "stencil.py",
-    ]
-    for p in inputs:
+    for p in input_files():
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
