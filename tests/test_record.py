@@ -190,3 +190,39 @@ def _module_level(frozen, slots):
 
 
 _PICKLED = {k: _module_level(*k) for k in [(False, False), (True, False), (False, True)]}
+
+
+def test_generated_inits_are_compiled_once_and_kept_between_processes(tmp_path, monkeypatch):
+    """The __init__ of a record is compiled once and its code kept in the
+    build directory: a later process (here: the module's memory of the file
+    cleared) reads it instead of compiling; a damaged file is ignored."""
+    from shimlab import record as rec
+    monkeypatch.setenv("SHIMLAB_BUILD_DIR", str(tmp_path))
+    monkeypatch.setattr(rec, "_codes", None)
+
+    def declare():
+        @record
+        class Kept:
+            alpha_kept: int
+            beta_kept: list = field(default_factory=list)
+        return Kept
+
+    assert declare()(1).beta_kept == []
+    path = tmp_path / "record-inits.bin"
+    assert path.is_file() and b"alpha_kept" in path.read_bytes()
+
+    def no_compile(*args):
+        raise AssertionError("compiled again")
+    monkeypatch.setattr(rec, "_codes", None)
+    monkeypatch.setattr(rec, "compile", no_compile, raising=False)
+    kept = declare()
+    assert kept(2, [3]) == kept(2, [3]) != kept(2)
+
+    blob = bytearray(path.read_bytes())
+    blob[-3] ^= 0xFF                   # one byte of the code: the CRC tells
+    path.write_bytes(bytes(blob))
+    monkeypatch.setattr(rec, "_codes", None)
+    with pytest.raises(AssertionError, match="compiled again"):
+        declare()
+    monkeypatch.delattr(rec, "compile")
+    assert declare()(4).alpha_kept == 4
