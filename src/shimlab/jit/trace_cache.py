@@ -29,7 +29,7 @@ from operator import attrgetter
 from pathlib import Path
 
 from ..atomicfile import write_atomic
-from ..digest import sha1
+from ..digest import blake2b, sha1
 from ..paths import SRC, build_root
 from .trace import Trace, TraceOp
 
@@ -50,7 +50,7 @@ def folder() -> Path:
 @lru_cache(maxsize=None)
 def code_digest() -> str:
     """The source of the modules that decide a plan, hashed."""
-    h = sha1()
+    h = blake2b(digest_size=20)
     for rel in _SOURCES:
         p = SRC / "shimlab" / rel
         h.update(rel.encode() + b"\0" + p.read_bytes() + b"\0")
