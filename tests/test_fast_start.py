@@ -120,6 +120,21 @@ def test_writing_the_cffi_cache_prints_nothing_on_stdout(tmp_path, capfd):
     assert out == ""
 
 
+def test_the_cffi_cache_is_loaded_through_bytecode_and_written_again_when_damaged(
+        tmp_path, monkeypatch):
+    """The parsed declarations load as a module does (its bytecode cached
+    beside it), and a damaged file is written again rather than failing."""
+    from shimlab.abi import vmh
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    decls = "typedef struct { int a; long b; } sl_probe;"
+    path = tmp_path / "cffi" / "vmh_probe.py"
+    assert vmh._ffi_from(decls, path, "probe_one").sizeof("sl_probe") == 16
+    assert list((tmp_path / "cffi" / "__pycache__").glob("vmh_probe*.pyc"))
+    path.write_text("this is not Python (")
+    assert vmh._ffi_from(decls, path, "probe_two").sizeof("sl_probe") == 16
+    assert "ffi = " in path.read_text()
+
+
 def _jit_run_names() -> set[str]:
     """What a JIT run that compiles traces imports (nested.bf's loops get hot)."""
     from shimlab import modes, toolchain
