@@ -10,10 +10,12 @@ from ..errors import JitError
 DEFAULT_THRESHOLD = 64
 # `shimlab run` without --jit-threshold: no recording is compiled until the
 # run has spent this much CPU time in the interpreter, about what the JIT's
-# start costs (loading the stencils and the compiler: 8-11 ms of thread CPU
-# in --stats on mandel.bf and mandel_bits.bf, Zen 4).  A run that ends before
-# then pays nothing for the JIT; one that goes on has lost at most what it
-# would have paid (runtime.Jit._wait_for_payback; issue 24).
+# start and its first traces cost (loading the stencils and the compiler:
+# 5.6-6.0 ms of thread CPU in --stats on mandel.bf and mandel_bits.bf, Zen 4,
+# December 2026, 8-11 ms before start-up was trimmed; then ~0.3-0.6 ms a
+# trace).  A run that ends before then pays nothing for the JIT; one that
+# goes on has lost at most what it would have paid (runtime.Jit.
+# _wait_for_payback; issue 24).
 PAYBACK_MS = 10
 # the trace optimizer's levels (jit/optimize.py says what each does)
 LEVELS = (0, 1, 2, 3)
