@@ -8,6 +8,7 @@ raw bytecode) are in test_differential.py.
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -18,11 +19,16 @@ from shimlab import oracle, vm
 from shimlab.frontend import load_program
 
 ORACLE_LIMIT = 2_000_000   # steps; heavier examples are checked against their .out
+# hundreds of millions of instructions each: in `make test` on one
+# interpreter of each mode, in `make test-all` on every one
+HEAVY = ("heavy.bf", "heavy.py")
 
 
-def _examples():
+def _examples(heavy: bool | None = None):
+    """The corpus (heavy=None), or only its heavy examples, or all but those."""
     files = sorted(EXAMPLES.glob("bf/*.bf")) + sorted(EXAMPLES.glob("minipy/*.py"))
-    return [p for p in files if "gen" not in p.parts]
+    return [p for p in files if "gen" not in p.parts
+            and (heavy is None or (p.name in HEAVY) == heavy)]
 
 
 def _input_for(path):
@@ -34,8 +40,40 @@ def _same(a, b):
     assert not differences(result_to_json(b), result_to_json(a))
 
 
-@pytest.mark.parametrize("path", _examples(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def _one_of_each_mode() -> set[tuple[str, str]]:
+    """Every interpreter mode once, each on the compiler used least so far (the
+    modes fewest compilers build first): every mode, and every compiler too
+    where there are as many modes."""
+    by_mode: dict[str, list[str]] = {}
+    for mode, cc in interpreter_configs():
+        by_mode.setdefault(mode, []).append(cc)
+    used: Counter = Counter()
+    out = set()
+    for mode, ccs in sorted(by_mode.items(), key=lambda item: len(item[1])):
+        cc = min(ccs, key=lambda c: used[c])
+        used[cc] += 1
+        out.add((mode, cc))
+    return out
+
+
+def _heavy_params():
+    one = _one_of_each_mode()
+    return [pytest.param(path, cfg, id=f"{path.parent.name}/{path.name}-{cfg[0]}-{cfg[1]}",
+                         marks=() if cfg in one else pytest.mark.slow)
+            for path in _examples(heavy=True) for cfg in interpreter_configs()]
+
+
+@pytest.mark.parametrize("path", _examples(heavy=False), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_example_same_output_in_every_mode(path, interp):
+    _check_example(path, interp)
+
+
+@pytest.mark.parametrize("path,config", _heavy_params())
+def test_heavy_example_same_output_in_every_mode(path, config):
+    _check_example(path, config)
+
+
+def _check_example(path, interp):
     program = load_program(path)
     data = _input_for(path)
     result = vm.run(get_build(*interp, count=True), program, data)

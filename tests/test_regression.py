@@ -52,9 +52,13 @@ def test_saved_case_still_agrees(path):
 def test_a_failing_example_is_shrunk_and_saved(tmp_path, monkeypatch):
     """The mechanism itself: a mode that loses the last output byte of any
     program that prints is caught, shrunk to a minimal program, saved once,
-    and the saved file replays as a failure."""
+    and the saved file replays as a failure.  The examples and the shrinking
+    run on the switch and jit-direct configurations only (on all of them each
+    shrinking candidate cost a second); the replay at the end runs in every
+    mode (check's own configurations), and the slow test below shrinks in a
+    property test's full set."""
     monkeypatch.setenv("SHIMLAB_REGRESSION_DIR", str(tmp_path))
-    real = differential.run_config
+    real, drawn = differential.run_config, differential.example_configs
 
     def broken(cfg, program, data):
         r = real(cfg, program, data)
@@ -62,6 +66,8 @@ def test_a_failing_example_is_shrunk_and_saved(tmp_path, monkeypatch):
             r.output = r.output[:-1]
         return r
     monkeypatch.setattr(differential, "run_config", broken)
+    monkeypatch.setattr(differential, "example_configs", lambda k, threshold: [
+        cfg for cfg in drawn(k, threshold) if cfg.mode in ("switch", "jit-direct")])
 
     @settings(max_examples=200, deadline=None, database=None)
     @given(src=st.text("+-.>", max_size=30))
@@ -79,7 +85,7 @@ def test_a_failing_example_is_shrunk_and_saved(tmp_path, monkeypatch):
         differential.check(case)       # the replay fails while the bug is there
 
 
-@pytest.mark.slow     # 20 s: a real minipy failure shrunk
+@pytest.mark.slow     # 8 s: a real minipy failure shrunk
 def test_shrinking_runs_only_the_kinds_of_configuration_that_failed(tmp_path, monkeypatch):
     """A property_test failure is shrunk on the configurations like the ones
     that failed (a handful, not hundreds), and its final replay runs them all."""

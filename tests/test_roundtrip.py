@@ -184,23 +184,33 @@ def test_the_real_reader_opens_or_says_why_not():
             perfcounter.Events()
 
 
-def test_a_tiny_paired_run_reports_every_crossing(tmp_path):
+# the tiny paired run in `make test`: the two crossings of the verdict and
+# jit-table, each at two code layouts; `make test-all` runs every crossing,
+# as the default
+PAIRED = [pytest.param(("jit-direct", "jit-shim", "jit-table"), id="three-crossings"),
+          pytest.param(modes.JIT, id="every-crossing", marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("crossings", PAIRED)
+def test_a_tiny_paired_run_reports_every_crossing(tmp_path, crossings):
     """End to end, tiny: the answer first (the verdict, with the CPU), a round
     trip with an interval for every crossing, and a well-formed summary."""
     out = tmp_path / "t.json"
+    chosen = [] if crossings == modes.JIT else [x for mode in crossings for x in ("--mode", mode)]
     p = subprocess.run([sys.executable, "-m", "shimlab.cli", "bench", "transitions", "--size",
                         "tiny", "--no-count", "--processes", "2", "--samples", "3",
-                        "--code-layouts", "2", "-o", str(out)],
+                        "--code-layouts", "2", "-o", str(out), *chosen],
                        capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr[-2000:]
     first = p.stdout.splitlines()[0]
     assert first.startswith("On ") and cpu.identify()["name"] in first and "jit-direct" in first
-    for mode in modes.JIT:
+    for mode in crossings:
         assert any(line.startswith(mode + " ") and "[" in line for line in p.stdout.splitlines())
     summary = json.loads((tmp_path / "t-summary.json").read_text())
     base = summary["size"]["base"]
     assert summary["verdict"] == first
-    for mode in modes.JIT:
+    assert set(summary["cache"]["0"]) == set(crossings)
+    for mode in crossings:
         r = summary["cache"]["0"][mode]["base"]["round_trip"]
         assert len(r["ci95"]) == 2 and r["ci95"][0] <= r["value"] <= r["ci95"][1]
     assert base == {"m": 2, "k": 8, "traces": 0}

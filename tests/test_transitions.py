@@ -312,23 +312,34 @@ def test_negative_steps_and_costs_below_the_floor_are_anomalies():
     assert _json(a)["anomalies"] == found
 
 
+# the tiny sweep in `make test`: the direct crossing (every other's
+# reference), the shim and the indirect jump of jit-table, each counted by
+# callgrind at every M; `make test-all` sweeps every crossing, as the default
+SWEEPS = [pytest.param(("jit-direct", "jit-shim", "jit-table"), id="three-crossings"),
+          pytest.param(transitions.MODES, id="every-crossing", marks=pytest.mark.slow)]
+
+
 @needs_jit
-def test_tiny_sweep_table_json_and_plot(tmp_path, capsys):
+@pytest.mark.parametrize("crossings", SWEEPS)
+def test_tiny_sweep_table_json_and_plot(tmp_path, capsys, crossings):
     from shimlab import cli
     out = tmp_path / "t.json"
+    chosen = [] if crossings == transitions.MODES else [
+        x for mode in crossings for x in ("--mode", mode)]
     rc = cli.main(["bench", "transitions", "--design", "sweep", "--size", "tiny",
                    "--cc", JIT_CC[0], "-o", str(out),
-                   "--plot", "--processes", "2", "--samples", "2"])
+                   "--plot", "--processes", "2", "--samples", "2", *chosen])
     text = capsys.readouterr().out
     assert rc == 0
-    for mode in transitions.MODES:
+    for mode in crossings:
         assert mode in text
     assert "cycles/round trip" in text and "dispatches/round trip" in text
     assert "floors" in text and "call saving 6" in text
     summary = json.loads(out.with_name("t-summary.json").read_text())
     results = ResultFile.load(out)
     tiny = transitions.SIZES["tiny"]
-    for mode in transitions.MODES:
+    assert set(summary["modes"]) == set(crossings)
+    for mode in crossings:
         r = summary["modes"][mode]
         assert set(r["round_trip"]) == {"value", "ci95"}
         # each M's median, by hand from the results file, and the round trip
@@ -353,7 +364,7 @@ def test_tiny_sweep_table_json_and_plot(tmp_path, capsys):
     import pyperf
     suite = pyperf.BenchmarkSuite.load(str(out))
     assert len(suite.get_benchmarks()) == len(transitions.configs_for(
-        transitions.SIZES["tiny"], JIT_CC[0]))
+        transitions.SIZES["tiny"], JIT_CC[0], crossings))
 
 
 @needs_jit
