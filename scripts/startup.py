@@ -2,6 +2,7 @@
 interleaved runs of it and of `python -c pass`, medians and minima of wall
 time.  Usage: python scripts/startup.py [RUNS] (the build must be cached: one
 warm-up run comes first)."""
+import argparse
 import statistics
 import subprocess
 import sys
@@ -20,7 +21,11 @@ def wall(argv) -> float:
 
 
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="?", type=int, default=20, help="runs of each (default 20)")
+    n = ap.parse_args().runs
+    if n < 1:
+        ap.error(f"runs {n}: needs at least 1")
     wall(RUN)
     runs, bare = [], []
     for _ in range(n):
