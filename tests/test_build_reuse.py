@@ -48,6 +48,39 @@ def test_entry_ok_checks_size_and_hash_recorded_at_build_time(tmp_path):
     assert not entry.exists() and os.listdir(tmp_path) == []
 
 
+def test_a_library_found_whole_is_not_hashed_again_while_unchanged(tmp_path, monkeypatch):
+    """entry_ok stamps a settled library (inode, size, mtime, ctime) in
+    build.json: a later process does not hash it again until one changes;
+    a build.json it cannot write costs a hash, never the entry."""
+    import time
+    entry = tmp_path / "switch-cc-key"
+    entry.mkdir()
+    so = entry / build.SO_NAME
+    so.write_bytes(b"\x7fELF" + bytes(range(256)) * 40)
+    (entry / "build.json").write_text(json.dumps({"mode": "switch", **build.fingerprint(so)}))
+    later = time.time_ns() + 5 * 10**9               # the library unchanged for 5 s
+    monkeypatch.setattr(build.time, "time_ns", lambda: later)
+    hashed = []
+    real = build.sha256_file
+    monkeypatch.setattr(build, "sha256_file", lambda p: hashed.append(p) or real(p))
+    monkeypatch.setattr(build, "_verified", set())
+    assert build.entry_ok(entry) and len(hashed) == 1
+    assert "so_seen" in json.loads((entry / "build.json").read_text())
+    monkeypatch.setattr(build, "_verified", set())    # another process
+    assert build.entry_ok(entry) and len(hashed) == 1
+    t = so.stat().st_mtime_ns
+    os.utime(so, ns=(t, t + 1000))                    # touched: hashed again
+    monkeypatch.setattr(build, "_verified", set())
+    assert build.entry_ok(entry) and len(hashed) == 2
+
+    def unwritable(path, data):
+        raise PermissionError(13, "Permission denied", str(path))
+    monkeypatch.setattr(build, "_write_json", unwritable)
+    os.utime(so, ns=(t, t + 2000))
+    monkeypatch.setattr(build, "_verified", set())
+    assert build.entry_ok(entry) and len(hashed) == 3
+
+
 @pytest.mark.slow     # three interpreter builds in an empty cache
 def test_a_truncated_or_overwritten_library_is_rebuilt(cache):
     cc = compiler_for("switch")
