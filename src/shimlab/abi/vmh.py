@@ -64,7 +64,10 @@ def _ffi_from(decls: str, path, name: str):
         try:
             return _load(path, name)
         except Exception:           # a damaged file: written again, then loaded once more
-            path.unlink(missing_ok=True)
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:
+                break
     import cffi                     # the cache cannot be written: parse every time
     f = cffi.FFI()
     f.cdef(decls)
