@@ -52,14 +52,13 @@ def test_a_library_found_whole_is_not_hashed_again_while_unchanged(tmp_path, mon
     """entry_ok stamps a settled library (inode, size, mtime, ctime) in
     build.json: a later process does not hash it again until one changes;
     a build.json it cannot write costs a hash, never the entry."""
-    import time
+    from shimlab import cachefile
     entry = tmp_path / "switch-cc-key"
     entry.mkdir()
     so = entry / build.SO_NAME
     so.write_bytes(b"\x7fELF" + bytes(range(256)) * 40)
     (entry / "build.json").write_text(json.dumps({"mode": "switch", **build.fingerprint(so)}))
-    later = time.time_ns() + 5 * 10**9               # the library unchanged for 5 s
-    monkeypatch.setattr(build.time, "time_ns", lambda: later)
+    monkeypatch.setattr(cachefile, "SETTLED_NS", -10**12)   # every file settled
     hashed = []
     real = build.sha256_file
     monkeypatch.setattr(build, "sha256_file", lambda p: hashed.append(p) or real(p))

@@ -324,7 +324,8 @@ def test_a_stamped_prepared_form_is_read_without_the_artifact_or_its_inputs(buil
     """While the artifact and its inputs are as stamped (stat: inode, size,
     mtime, ctime), a load neither hashes the inputs nor reads the artifact;
     a touched input, or the artifact, sends it back to both."""
-    monkeypatch.setattr(stencil_store, "SETTLED_NS", -10**12)     # every file settled
+    from shimlab import cachefile
+    monkeypatch.setattr(cachefile, "SETTLED_NS", -10**12)     # every file settled
     st = stencil_store.load()
     path = stencil_store.artifact_path()
     stencil_store.load.cache_clear()

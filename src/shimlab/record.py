@@ -24,10 +24,8 @@ asdict, replace and slots, which 15 of them use.
 """
 from __future__ import annotations
 
-import marshal
 import sys
 import types
-import zlib
 from operator import attrgetter
 
 _MISSING = object()
@@ -177,20 +175,8 @@ def _codes_path():
 
 
 def _read_codes() -> dict:
-    try:
-        with open(_codes_path(), "rb") as f:
-            blob = f.read()
-    except OSError:
-        return {}
-    head = len(_CODES_MAGIC) + 4
-    payload = blob[head:]
-    if blob[:len(_CODES_MAGIC)] != _CODES_MAGIC or \
-            int.from_bytes(blob[len(_CODES_MAGIC):head], "little") != zlib.crc32(payload):
-        return {}
-    try:
-        codes = marshal.loads(payload)
-    except (ValueError, EOFError, TypeError):
-        return {}
+    from .cachefile import read_sealed
+    codes = read_sealed(_codes_path(), _CODES_MAGIC)
     return codes if isinstance(codes, dict) else {}
 
 
@@ -203,13 +189,11 @@ def _init_code(src: str):
     code = _codes.get(src)
     if code is None or not isinstance(code, types.CodeType):
         code = _codes[src] = compile(src, "<record __init__>", "exec")
-        merged = {**_read_codes(), **_codes}
-        payload = marshal.dumps(merged)
         try:
-            from .atomicfile import write_atomic
+            from .cachefile import write_sealed
             path = _codes_path()
             path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, _CODES_MAGIC + zlib.crc32(payload).to_bytes(4, "little") + payload)
+            write_sealed(path, _CODES_MAGIC, {**_read_codes(), **_codes})
         except OSError:
             pass            # a read-only build directory: compiled again next time
     return code

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 
-from .. import modes, toolchain
+from .. import cachefile, modes, toolchain
 from ..abi import contract
 from ..atomicfile import write_atomic
 from ..digest import sha256
@@ -228,14 +227,10 @@ def entry_ok(out_dir: Path, artifact: str = SO_NAME) -> bool:
     sig = (str(so), st.st_ino, st.st_size, st.st_mtime_ns)
     if sig in _verified:
         return True
-    # the library's inode, size, mtime and ctime when it was last hashed and
-    # found whole: a write to it or a file put in its place changes them (the
-    # ctime cannot be set back), so another process need not hash it again
-    # (~1 ms a run with Python's own SHA-256: digest.py).  Kept only for a
-    # library unchanged for a second before it was hashed: timestamps move
-    # in clock ticks, and a write in the same tick would leave them as seen.
+    # the library's stamp (cachefile.stamp) when it was last hashed and found
+    # whole: while it is the same, another process need not hash it again
+    # (~1 ms a run with Python's own SHA-256: digest.py)
     seen = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-    settled = time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > 1_000_000_000
     try:
         if "so_sha256" not in meta:
             if not _elf_complete(so, st.st_size):
@@ -244,7 +239,7 @@ def entry_ok(out_dir: Path, artifact: str = SO_NAME) -> bool:
         elif meta.get("so_seen") != seen:
             if meta.get("so_size") != st.st_size or meta.get("so_sha256") != sha256_file(so):
                 return False
-            if settled:
+            if cachefile.settled(seen):
                 try:
                     _write_json(out_dir / "build.json", {**meta, "so_seen": seen})
                 except OSError:

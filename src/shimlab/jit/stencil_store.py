@@ -10,20 +10,15 @@ like a built stencil.  This is how a notebook tries a stencil out."""
 from __future__ import annotations
 
 import json
-import marshal
-import os
 import sys
-import time
-import zlib
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
 import peachpy_stencils.build
 
-from .. import isa
+from .. import cachefile, isa
 from ..abi import contract
-from ..atomicfile import write_atomic
 from ..digest import sha1, sha256
 from ..paths import build_root
 from ..record import field, record, replace
@@ -154,39 +149,27 @@ def registered() -> bool:
 # a damaged file is made again from the JSON, never read as stencils).
 
 _PREPARED_MAGIC = b"SLSTP2" + bytes(sys.version_info[:2])   # the format; marshal's Python
-_PREPARED_HEAD = len(_PREPARED_MAGIC) + 4                   # then the payload's CRC-32
 
 
 def prepared_path(path: Path) -> Path:
     return path.with_suffix(".prepared")
 
 
-# A prepared form also holds the stamp of the files it was made from (the
-# artifact and input_files(): inode, size, mtime and ctime each, and the
-# state): while they are as stamped, neither the artifact nor the inputs are
-# read and hashed (~3.5 ms of the JIT's start, with Python's own SHA-1).  A
-# stamp is kept only for files unchanged for SETTLED_NS before it was taken:
-# timestamps move in clock ticks, and a write in the same tick as the stamp
-# would leave it as it was.
-SETTLED_NS = 1_000_000_000
-
+# A prepared form also holds the stamps (cachefile.stamp) of the files it
+# was made from, the artifact and input_files(), and the state: while they
+# are as stamped, neither the artifact nor the inputs are read and hashed
+# (~3.5 ms of the JIT's start, with Python's own SHA-1).
 
 def _stamp(path: Path, state: dict) -> tuple | None:
     """The artifact's and its inputs' identity as stat sees it, or None when
     one is missing."""
     out: list = [json.dumps(state, sort_keys=True)]
     for p in [path, *peachpy_stencils.build.input_files()]:
-        try:
-            s = os.stat(p)
-        except OSError:
+        s = cachefile.stamp(p)
+        if s is None:
             return None
-        out.append((str(p), s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns))
+        out.append((str(p), *s))
     return tuple(out)
-
-
-def _settled(stamp: tuple | None) -> bool:
-    newest = max((max(f[3], f[4]) for f in stamp[1:]), default=0) if stamp else 0
-    return stamp is not None and time.time_ns() - newest > SETTLED_NS
 
 
 def _from_prepared(path: Path, digest: bytes | None = None, want: str | None = None,
@@ -196,16 +179,9 @@ def _from_prepared(path: Path, digest: bytes | None = None, want: str | None = N
     made for the inputs' hash `want`, or (given `stamp`) if it was stamped
     so; None when it is missing, stale or damaged."""
     try:
-        blob = prepared_path(path).read_bytes()
-    except OSError:
-        return None
-    payload = blob[_PREPARED_HEAD:]
-    if blob[:len(_PREPARED_MAGIC)] != _PREPARED_MAGIC or \
-            int.from_bytes(blob[len(_PREPARED_MAGIC):_PREPARED_HEAD], "little") != zlib.crc32(payload):
-        return None
-    try:
-        made_of, hash_, names, codes, holes, docs, listings, flags, kept = marshal.loads(payload)
-    except (ValueError, EOFError, TypeError):
+        made_of, hash_, names, codes, holes, docs, listings, flags, kept = \
+            cachefile.read_sealed(prepared_path(path), _PREPARED_MAGIC)
+    except (TypeError, ValueError):     # nothing there, or not these values
         return None
     if stamp is not None:
         if kept != stamp:
@@ -223,16 +199,14 @@ def _from_prepared(path: Path, digest: bytes | None = None, want: str | None = N
 def _write_prepared(path: Path, digest: bytes, want: str, st: dict,
                     stamp: tuple | None) -> None:
     values = list(st.values())
-    payload = marshal.dumps((digest, want, tuple(st),
-                             tuple(s.code for s in values),
-                             tuple(tuple((h.offset, h.width, h.kind) for h in s.holes)
-                                   for s in values),
-                             tuple(s.doc for s in values), tuple(s.disassembly for s in values),
-                             tuple(s.flags_in for s in values),
-                             stamp if _settled(stamp) else None))
+    kept = stamp if stamp is not None and cachefile.settled(*(f[1:] for f in stamp[1:])) \
+        else None
     try:
-        write_atomic(prepared_path(path),
-                     _PREPARED_MAGIC + zlib.crc32(payload).to_bytes(4, "little") + payload)
+        cachefile.write_sealed(prepared_path(path), _PREPARED_MAGIC, (
+            digest, want, tuple(st), tuple(s.code for s in values),
+            tuple(tuple((h.offset, h.width, h.kind) for h in s.holes) for s in values),
+            tuple(s.doc for s in values), tuple(s.disassembly for s in values),
+            tuple(s.flags_in for s in values), kept))
     except OSError:
         pass            # a read-only build dir: the JSON again next time
 

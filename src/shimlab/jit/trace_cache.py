@@ -23,18 +23,16 @@ from __future__ import annotations
 
 import marshal
 import sys
-import zlib
 from functools import lru_cache
 from operator import attrgetter
 from pathlib import Path
 
-from ..atomicfile import write_atomic
+from ..cachefile import read_sealed, write_sealed
 from ..digest import blake2b, sha1
 from ..paths import SRC, build_root
 from .trace import Trace, TraceOp
 
 FORMAT = b"SLTC2" + bytes(sys.version_info[:2])    # the file's layout; marshal's Python
-_HEAD = len(FORMAT) + 4                             # then the payload's CRC-32
 MAX_FILES = 256           # the folder keeps the most recently written this many
 MAX_REPLAY = 4096         # traces a file lists for the next run to install
 # the modules whose code decides a trace's plan: an edit to any changes every key
@@ -98,16 +96,8 @@ class TraceCache:
 
     def _read(self) -> tuple[dict, list]:
         try:
-            blob = self.path.read_bytes()
-        except OSError:
-            return {}, []
-        payload = blob[_HEAD:]
-        if blob[:len(FORMAT)] != FORMAT or \
-                int.from_bytes(blob[len(FORMAT):_HEAD], "little") != zlib.crc32(payload):
-            return {}, []
-        try:
-            key, plans, replay = marshal.loads(payload)
-        except (ValueError, EOFError, TypeError):
+            key, plans, replay = read_sealed(self.path, FORMAT)
+        except (TypeError, ValueError):     # nothing there, or not three values
             return {}, []
         if key != self.key or not isinstance(plans, dict) or not isinstance(replay, list):
             return {}, []
@@ -174,9 +164,8 @@ class TraceCache:
         if not self.new and (not self.installed or self.installed == self.replay):
             return
         replay = self.installed or self.replay
-        payload = marshal.dumps((self.key, self.plans, replay))
         try:
-            write_atomic(self.path, FORMAT + zlib.crc32(payload).to_bytes(4, "little") + payload)
+            write_sealed(self.path, FORMAT, (self.key, self.plans, replay))
             self.new = 0
             _prune(self.path.parent)
         except OSError:

@@ -1,0 +1,61 @@
+"""The mechanics of the build directory's cache files, for every cache that
+keeps one: marshal data sealed behind a format tag and a CRC-32 (a file of
+another format, or damaged, reads as nothing), and stat stamps, which tell
+that a file is unchanged without reading it."""
+from __future__ import annotations
+
+import marshal
+import os
+import time
+import zlib
+from pathlib import Path
+
+from .atomicfile import write_atomic
+
+
+def write_sealed(path: Path, tag: bytes, value) -> None:
+    """`value` as marshal data behind `tag` and its CRC, written atomically
+    (OSError when it cannot be; ValueError for a value marshal cannot write)."""
+    payload = marshal.dumps(value)
+    write_atomic(path, tag + zlib.crc32(payload).to_bytes(4, "little") + payload)
+
+
+def read_sealed(path: Path, tag: bytes):
+    """What write_sealed wrote under `tag`, or None: no such file, another
+    tag (another format, or another Python's marshal) or a damaged one."""
+    try:
+        with open(path, "rb") as f:
+            blob = f.read()
+    except OSError:
+        return None
+    head = len(tag) + 4
+    payload = blob[head:]
+    if blob[:len(tag)] != tag or \
+            int.from_bytes(blob[len(tag):head], "little") != zlib.crc32(payload):
+        return None
+    try:
+        return marshal.loads(payload)
+    except (ValueError, EOFError, TypeError):
+        return None
+
+
+# A stamp is a file's inode, size, mtime and ctime: a write to it, or a file
+# put in its place, changes one of them (a ctime cannot be set back).  But
+# timestamps move in clock ticks, so a write in the same tick as the stamp
+# leaves it as it was: keep a stamp only for files unchanged for SETTLED_NS.
+SETTLED_NS = 1_000_000_000
+
+
+def stamp(path) -> tuple | None:
+    """The file's (inode, size, mtime, ctime), or None when it is missing."""
+    try:
+        s = os.stat(path)
+    except OSError:
+        return None
+    return (s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns)
+
+
+def settled(*stamps: tuple) -> bool:
+    """Every stamped file unchanged for SETTLED_NS: its stamp can be kept."""
+    newest = max((max(s[2], s[3]) for s in stamps), default=0)
+    return time.time_ns() - newest > SETTLED_NS
