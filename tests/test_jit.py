@@ -291,14 +291,14 @@ def _recorded_traces(program, data=b""):
 
     def child():
         _alarm(CHILD_TIMEOUT)
-        from shimlab.jit import runtime
-        traces, orig = [], runtime.from_recording
+        from shimlab.jit import trace     # (the JIT reads trace.from_recording when it records)
+        traces, orig = [], trace.from_recording
 
         def spy(*args, **kwargs):
             t = orig(*args, **kwargs)
             traces.append(t)
             return t
-        runtime.from_recording = spy
+        trace.from_recording = spy
         with vm.Loaded(b, program, data, jit={"threshold": 1}) as loaded:
             loaded.run()
         return traces

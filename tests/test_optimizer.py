@@ -484,13 +484,13 @@ def _recordings(path):
     """What the JIT was handed running `path` (jit-direct, the default level):
     each recording's from_recording arguments and the trace (or the
     decline) made of it."""
-    from shimlab.jit import runtime
+    from shimlab.jit import trace as jit_trace   # (read by the JIT when it records)
     from shimlab.jit.trace import Decline
     cc = next(cc for m, cc in interpreter_configs() if m == "tailcall")
     b = get_build("jit-direct", cc)
 
     def child():
-        got, real = [], runtime.from_recording
+        got, real = [], jit_trace.from_recording
 
         def spy(code, rec, stop_pc, **kw):
             entry = [bytes(rec), stop_pc, kw]
@@ -504,7 +504,7 @@ def _recordings(path):
             entry.append((list(trace.ops), trace.closed, trace.end_pc, trace.why_end,
                           trace.retry))
             return trace
-        runtime.from_recording = spy
+        jit_trace.from_recording = spy
         with vm.Loaded(b, load_program(path, bf_opt=1), _input_for(path),
                        jit={"opt": DEFAULT_LEVEL}) as loaded:
             loaded.run()

@@ -4,7 +4,7 @@ optimize, compile).  Numpy-free: a run's --stats imports it."""
 from __future__ import annotations
 
 
-from .. import fits, isa
+from .. import isa
 from ..record import field, record
 
 
@@ -62,7 +62,6 @@ class JitStats:
     links: int = 0
     retried: int = 0
     start_ns: int = 0            # loading the stencils before the first trace (thread CPU)
-    payback_waits: int = 0       # recordings dropped before the JIT's start had paid off
 
 
 def report(jit, counts=None) -> str:
@@ -87,7 +86,7 @@ def report(jit, counts=None) -> str:
     if jit.payback_ns:
         lines.append(f"  payback: nothing compiled before the run had spent "
                      f"{jit.payback_ns / 1e6:g} ms in the interpreter "
-                     f"({s.payback_waits} recording(s) dropped"
+                     f"({jit.payback_waits} recording(s) dropped"
                      + ("" if jit.ready else "; the run ended first, the JIT never started")
                      + "; --jit-threshold N compiles from the N-th arrival)")
     cache = jit.trace_cache
@@ -163,6 +162,7 @@ def _line_at_100(timed) -> dict:
     cost to their few instructions; this does not.  Empty without two
     traces of different lengths.  (fits, not bench.stats: the JIT sits below
     the benchmarks and a run's --stats should not import numpy.)"""
+    from .. import fits      # (math: only a --stats report with timed traces needs it)
     fit = fits.line([t.ops for t in timed],
                     [(t.record_ns + t.optimize_ns + t.compile_ns) / 1e6 for t in timed])
     if fit is None:

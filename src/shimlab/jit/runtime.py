@@ -13,13 +13,12 @@ from ..abi import vmh
 from ..abi.vmh import ffi
 from ..errors import JitError, ShimlabError
 from ..interp.loader import TABLE_SLOTS, handler_addresses
-from . import report as _report
 from .defaults import DEFAULT_THRESHOLD, LEVELS, trace_cache_setting
-from .install import ENTER_JIT, Installer, trace_compiler
-from .memory import CodeMemory
 from .policy import initial_counters, payback_countdown, records_nothing
-from .report import JitStats
-from .trace import TRACEABLE, Decline, Trace, TraceOp, add_blocks, first_of, from_recording
+
+# What makes, places and reports traces (install, memory, report, trace) is
+# imported when the JIT first needs it: a run whose loops never get hot, or
+# end before its payback, pays for none of it (~3 ms of a process, issue 24).
 
 MAX_TRACE = 2000              # VM instructions in one trace
 MAX_RECORDING = 200_000       # VM instructions one recording may log (inner loops included)
@@ -105,9 +104,9 @@ class Jit:
             raise JitError("the side exit threshold must be at least 1")
         self.side_tries: dict[int, int] = {}
         names = {ins.name for ins in isa.INSTRUCTIONS}
-        self.traceable = f.new("uint8_t[]", [1 if ins.name in TRACEABLE else 0
+        self.traceable = f.new("uint8_t[]", [1 if ins.name in isa.TRACEABLE else 0
                                              for ins in isa.INSTRUCTIONS] + [0])
-        assert TRACEABLE <= names
+        assert isa.TRACEABLE <= names
         self.max_trace = max_trace
         cap = max(MAX_RECORDING, max_trace)
         self.rec = f.new("int32_t[]", cap)
@@ -131,10 +130,9 @@ class Jit:
             table = f.new("void *[]", [f.cast("void *", a) for a in self.handlers + [enter]]
                           + [f.NULL] * TABLE_SLOTS)
             vm.jit_table = table
-        self.memory = CodeMemory(self.lib, f, min(self.handlers))
-        self.stats = JitStats()
-        self.installer = Installer(
-            self, self.memory, self.stats, table=table, table_slots=TABLE_SLOTS,
+        self._stats = self._memory = self._installer = None     # made when first asked for
+        self._installer_args = dict(
+            table=table, table_slots=TABLE_SLOTS,
             entry_copies=entry_copies, link=self.link, side_threshold=self.side_threshold,
             rec_table=int(f.cast("uintptr_t", loaded.lib.sl_jit_rec_table)) if self.link else 0,
             overrides=overrides, max_trace_bytes=max_trace_bytes,
@@ -155,6 +153,32 @@ class Jit:
         self.payback_ns = int(payback_ms * 1e6)
         self._run_t0 = time.thread_time_ns()      # (prepared() sets it again)
         self._waits: dict[int, tuple[int, int]] = {}    # pc: (when, countdown) of its last wait
+        # recordings dropped so (--stats; counted here, as JitStats is made only when needed)
+        self.payback_waits = 0
+
+    @property
+    def stats(self):
+        """What the JIT did (report.JitStats)."""
+        if self._stats is None:
+            from .report import JitStats
+            self._stats = JitStats()
+        return self._stats
+
+    @property
+    def memory(self):
+        """The traces' code memory (memory.CodeMemory)."""
+        if self._memory is None:
+            from .memory import CodeMemory
+            self._memory = CodeMemory(self.lib, self.ffi, min(self.handlers))
+        return self._memory
+
+    @property
+    def installer(self):
+        """Where traces are placed and made reachable (install.Installer)."""
+        if self._installer is None:
+            from .install import Installer
+            self._installer = Installer(self, self.memory, self.stats, **self._installer_args)
+        return self._installer
 
     def _ready(self) -> None:
         """The stencils loaded (or built) and the exit slots' size worked
@@ -170,6 +194,7 @@ class Jit:
             store.load(self.trace_state)
         ctx = self.context(0)
         ctx.tallies, ctx.heat = (0 if self.want_stats else None), (0 if self.link else None)
+        from .install import trace_compiler
         trace_compiler().prepare(ctx)
         self.trace_cache = self._open_trace_cache()
         self.ready = True
@@ -271,7 +296,7 @@ class Jit:
         countdown = payback_countdown(counted, since, self.payback_ns - ran, self.threshold)
         self.counters[start] = countdown
         self._waits[start] = (now, countdown)
-        self.stats.payback_waits += 1
+        self.payback_waits += 1
         vm.rec_len = 0
         return True
 
@@ -281,6 +306,7 @@ class Jit:
         return (int(cast("uintptr_t", ptr)) - int(cast("uintptr_t", vm.code))) // 8
 
     def _compile_recording(self, vm) -> None:
+        from .trace import Decline, add_blocks, from_recording
         f = self.ffi
         self.stats.recordings += 1
         code_base = int(f.cast("uintptr_t", vm.code))
@@ -319,6 +345,8 @@ class Jit:
     def _side_recording(self, vm, rec, stop_pc, start, code_base, hot) -> None:
         """A hot side exit recorded the path from where it resumes: a trace
         from there to the first place that has a trace (its end jumps in)."""
+        from .install import ENTER_JIT
+        from .trace import Decline, first_of, from_recording
         if records_nothing(self.code, start):     # (policy.py: the exit never records again)
             for info, i in hot:
                 info.heat[i] = NEVER
@@ -351,6 +379,7 @@ class Jit:
         code_base = int(self.ffi.cast("uintptr_t", self.loaded.vm.code))
         if self.stretches:
             self._ready()
+            from .trace import Trace, TraceOp
         for start, end in self.stretches:
             if not 0 <= start < end <= len(self.code):
                 raise JitError(f"stretch {start}..{end} is outside the code")
@@ -358,7 +387,7 @@ class Jit:
             for pc in range(start, end):
                 op, arg = self.code[pc]
                 ins = isa.INSTRUCTIONS[op]
-                if ins.name not in TRACEABLE or ins.flow is not isa.Flow.NEXT:
+                if ins.name not in isa.TRACEABLE or ins.flow is not isa.Flow.NEXT:
                     raise JitError(f"stretch {start}..{end}: {ins.name} at pc {pc} is not "
                                    "straight-line code with a stencil")
                 ops.append(TraceOp(pc, op, arg, ins.name))
@@ -381,6 +410,7 @@ class Jit:
     def context(self, code_base: int):
         """What compiling a trace of this program needs (its arrays aside)."""
         build = self.loaded.build
+        from .install import trace_compiler
         return trace_compiler().Context(self.mode, code_base, self.loaded.program.consts, self.code,
                                    self.handlers, count=build.count, state=self.state,
                                    source=self.source, cc=build.compiler.name, opt=self.opt,
@@ -397,9 +427,11 @@ class Jit:
     def report(self, counts=None) -> str:
         """--stats; counts (a count build's per-opcode counts) adds the share
         of VM instructions that ran in traces."""
-        return _report.report(self, counts)
+        from .report import report
+        return report(self, counts)
 
     def close(self) -> None:
-        self.memory.release()
+        if self._memory is not None:
+            self._memory.release()
         if self.trace_cache is not None:
             self.trace_cache.save()
