@@ -63,6 +63,16 @@ class SourcePositions(Sequence):
     def append(self, offset: int) -> None:
         self.offsets.append(offset)
 
+    def to_bytes(self) -> tuple[bytes, bytes]:
+        """The offsets and line starts, for from_bytes (a kept program)."""
+        return self.offsets.tobytes(), self._lines.tobytes()
+
+    @classmethod
+    def from_bytes(cls, offsets: bytes, lines: bytes) -> SourcePositions:
+        self = cls.__new__(cls)
+        self.offsets, self._lines = array("q", offsets), array("q", lines)
+        return self
+
     def __len__(self) -> int:
         return len(self.offsets)
 

@@ -59,3 +59,21 @@ def settled(*stamps: tuple) -> bool:
     """Every stamped file unchanged for SETTLED_NS: its stamp can be kept."""
     newest = max((max(s[2], s[3]) for s in stamps), default=0)
     return time.time_ns() - newest > SETTLED_NS
+
+
+def prune(where: Path, keep: int) -> None:
+    """Keeps the `keep` most recently written .bin files of a cache folder."""
+    files = list(where.glob("*.bin"))
+    if len(files) <= keep:
+        return
+
+    def age(p: Path) -> float:
+        try:
+            return p.stat().st_mtime
+        except OSError:
+            return 0.0
+    for p in sorted(files, key=age)[:len(files) - keep]:
+        try:
+            p.unlink()
+        except OSError:
+            pass

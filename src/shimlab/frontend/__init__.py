@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..bytecode import Program
 from ..errors import FrontendError
-from . import bf, encoding
+from . import bf, encoding, program_cache
 from .verify import verify
 
 LANGUAGES = {".b": "bf", ".bf": "bf", ".py": "minipy", ".slbc": "bytecode"}
@@ -41,7 +41,16 @@ def load_program(path: str | Path, bf_opt: int = 0) -> Program:
         raise FrontendError(f"{path}: cannot read: {e.strerror}") from None
     if not data:
         raise FrontendError(f"{path}: empty file")
+    # a program compiled before from these very bytes, by this front end (program_cache.py)
+    kept = program_cache.Entry(str(path), language, bf_opt if language == "bf" else 0, data) \
+        if program_cache.enabled() else None
+    program = kept.get() if kept else None
+    if program is not None:
+        return program
     # minipy reads a PEP 263 encoding declaration as CPython does; the rest are UTF-8
     text = encoding.decode(data, str(path), pep263=language == "minipy")
     del data        # a big source is held once, as text, while it compiles
-    return compile_text(text, str(path), language, bf_opt)
+    program = compile_text(text, str(path), language, bf_opt)
+    if kept:
+        kept.put(program)
+    return program

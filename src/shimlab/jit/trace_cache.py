@@ -27,7 +27,7 @@ from functools import lru_cache
 from operator import attrgetter
 from pathlib import Path
 
-from ..cachefile import read_sealed, write_sealed
+from ..cachefile import prune, read_sealed, write_sealed
 from ..digest import blake2b, sha1
 from ..paths import SRC, build_root
 from .trace import Trace, TraceOp
@@ -167,23 +167,7 @@ class TraceCache:
         try:
             write_sealed(self.path, FORMAT, (self.key, self.plans, replay))
             self.new = 0
-            _prune(self.path.parent)
-        except OSError:
-            pass
-
-
-def _prune(where: Path) -> None:
-    files = list(where.glob("*.bin"))
-    if len(files) <= MAX_FILES:
-        return
-    def age(p: Path) -> float:
-        try:
-            return p.stat().st_mtime
-        except OSError:
-            return 0.0
-    for p in sorted(files, key=age)[:len(files) - MAX_FILES]:
-        try:
-            p.unlink()
+            prune(self.path.parent, MAX_FILES)
         except OSError:
             pass
 
