@@ -17,8 +17,12 @@ loop is the load on the loop-carried chain (`j += 1`: load, add, store,
 and the next iteration's load waits for the store to forward, some 5
 cycles here); a register takes that load off the chain, while the store
 beside it stays off the chain.  Anything that could see the frame leaves
-the trace (CALL, RETURN and PRINT have no stencils), and a trace entered
-again (its loop, a side trace linked back into it) reloads at its entry.
+the trace (PRINT has no stencil), and a trace entered again (its loop, a
+side trace linked back into it) reloads at its entry.  A trace that calls
+or returns (it has instructions in another frame, trace.py) keeps no
+locals: a local's index names another slot in each frame, and the calls'
+frames sit where fp moved to (a register per frame and a write-back at each
+call would be the way to keep them; not done).
 
 Why a level of its own rather than part of level 2: `bench programs` and
 the differential tests run every level, so what registers add over the
@@ -84,6 +88,8 @@ def keep_locals(trace, lowered, piece) -> None:
         return                       # no loop in it: one pass, nothing to keep
     if not any(t.name in ("LOAD_LOCAL", "STORE_LOCAL") for t in trace.ops):
         return                       # BF, or no locals
+    if any(t.frame for t in trace.ops):
+        return                       # a call in it: another frame's locals at the same indices
     chosen = choose(lowered.pieces)
     if not chosen:
         return

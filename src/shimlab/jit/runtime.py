@@ -118,6 +118,8 @@ class Jit:
         vm.pin_code = 1
         self.handlers = handler_addresses(loaded.build)
         self.code = list(loaded.program.code)
+        # what a CALL's stencil is patched with (optimize.Frames)
+        self.funcs = [(fn.nargs, fn.nlocals, fn.max_stack) for fn in loaded.program.functions]
         self.ready = False               # stencils loaded (_ready)
         table, entry_copies = None, []
         if spec.entry_copies:
@@ -224,7 +226,7 @@ class Jit:
         # instructions are each plan's own key) and the program (the file's)
         options = (self.mode, self.opt, bool(build.count), build.cache,
                    int(self.loaded.vm.tape_len), self.want_stats, self.link, self.source,
-                   tuple(sorted(self.state.items())), digests)
+                   tuple(sorted(self.state.items())), digests, tuple(self.funcs))
         try:
             return trace_cache.TraceCache(options, self.code, self.loaded.program.consts,
                                           verify=setting == "verify")
@@ -384,7 +386,8 @@ class Jit:
         return trace_compiler().Context(self.mode, code_base, self.loaded.program.consts, self.code,
                                    self.handlers, count=build.count, state=self.state,
                                    source=self.source, cc=build.compiler.name, opt=self.opt,
-                                   cache=build.cache, tape_len=int(self.loaded.vm.tape_len))
+                                   cache=build.cache, tape_len=int(self.loaded.vm.tape_len),
+                                   funcs=self.funcs)
 
     # -- after a run -------------------------------------------------------------
     def check(self) -> None:
