@@ -112,6 +112,21 @@ def test_the_trace_records_its_frames():
     assert t.ops[0].frame == 0 and rets[0].frame == 1
 
 
+def test_a_trace_made_long_by_its_calls_ends_rather_than_being_declined():
+    program = _minipy(NESTED)
+    with pytest.raises(jtrace.Decline):       # (no call: too long is declined, as before)
+        jtrace.from_recording(program.code, [0, 1, 2, 3], stop_pc=4, max_ops=1)
+    f = next(fn for fn in program.functions if fn.name == "f")
+    call = next(pc for pc in range(f.entry, len(program.code))
+                if program.code[pc][0] == isa.OPCODE["CALL"])
+    sq = program.functions[program.code[call][1]]
+    rec = list(range(f.entry, call + 1)) + [sq.entry, sq.entry + 1]
+    t = jtrace.from_recording(program.code, rec, stop_pc=sq.entry + 2,
+                              max_ops=call - f.entry + 1)
+    assert not t.closed and t.end_pc == sq.entry + 1 and "with its calls" in t.why_end
+    assert [o.name for o in t.ops][-2:] == ["CALL", "LOAD_LOCAL"]
+
+
 RECURSE = """\
     def down(n):
         if n == 0:

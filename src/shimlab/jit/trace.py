@@ -99,6 +99,8 @@ def from_recording(code: list[tuple[int, int]], rec: list[int], stop_pc: int,
     frame, frames, calls = 0, 0, []  # the frame now, the last one numbered, the open calls
     while i < n:
         if max_ops is not None and len(ops) > max_ops:
+            if frames:               # the calls made it long: up to here, as without them
+                return _ends(trace, rec[i], f"longer than {max_ops} instructions with its calls")
             raise Decline(f"longer than {max_ops} instructions")
         pc = rec[i]
         op, arg = code[pc]
@@ -182,6 +184,8 @@ def from_recording(code: list[tuple[int, int]], rec: list[int], stop_pc: int,
         i += 1
     if stop_op is not None and stop_op >= isa.NUM_OPCODES:
         why = f"runs into the trace at pc {stop_pc}"
+    elif stop_pc == start:           # (it left the start frame: a call or return got there)
+        why = "back at its start in another frame"
     else:
         why = f"{isa.INSTRUCTIONS[code[stop_pc][0]].name} has no stencil"
     return _ends(trace, stop_pc, why)
