@@ -124,6 +124,11 @@ def from_recording(code: list[tuple[int, int]], rec: list[int], stop_pc: int,
                 ops.append(TraceOp(pc, op, arg, ins.name, frame=frame, ret_pc=_return_point(ops)))
                 frame = calls.pop()
             else:                    # to a caller's frame: where the recording returned, guarded
+                if not frame and _is_loop_header(code, start):
+                    # the recording left its loop by returning: as by a back-edge
+                    # elsewhere, worth recording again (a closed trace)
+                    return _ends(trace, pc, "the recording left the loop by returning",
+                                 retry=True)
                 ops.append(TraceOp(pc, op, arg, f"{ins.name}:guard", frame=frame, ret_pc=nxt))
                 frames += 1
                 frame = frames
@@ -140,13 +145,19 @@ def from_recording(code: list[tuple[int, int]], rec: list[int], stop_pc: int,
                           and _calls_in(code, pc + disp, pc))):
             # a loop in another frame than the start's, or an inner loop that
             # calls (its recorded iterations are not skipped by pc range): the
-            # trace ends at its header, where the loop's own trace (linked)
-            # or the interpreter goes on
-            trace.ops.append(TraceOp(pc, op, arg, f"{ins.name}:taken",
-                                     pc + 1 if ins.flow is Flow.BACKEDGE_BRANCH else None,
-                                     frame=frame))
-            return _ends(trace, pc + disp, "a loop in a called function" if frame
-                         else "an inner loop that calls")
+            # trace ends at its back-edge, which the interpreter runs, counting
+            # the header towards a trace of the loop's own (an exit to the
+            # header would not count it), or, when the loop has a trace, it
+            # jumps into that
+            why = "a loop in a called function" if frame else "an inner loop that calls"
+            if pc + disp in traced:
+                trace.ops.append(TraceOp(pc, op, arg, f"{ins.name}:taken",
+                                         pc + 1 if ins.flow is Flow.BACKEDGE_BRANCH else None,
+                                         frame=frame))
+                return _ends(trace, pc + disp, why)
+            if i == 0:
+                raise Decline("the path left the loop at once", retry=True)
+            return _ends(trace, pc, why)
         if ins.flow in (Flow.BACKEDGE, Flow.BACKEDGE_BRANCH):
             target = pc + disp
             if nxt == target == start and i == len(rec) - 1:
@@ -316,6 +327,15 @@ def _walk(rec, i: int, first: int, last: int) -> int:
     while i < len(rec) and first <= rec[i] <= last:
         i += 1
     return i
+
+
+def _is_loop_header(code, pc: int) -> bool:
+    """Some back-edge jumps to pc."""
+    for at, (op, arg) in enumerate(code):
+        ins = isa.INSTRUCTIONS[op]
+        if isa.is_backedge(ins) and at + isa.jump_disp(ins, arg) == pc:
+            return True
+    return False
 
 
 def _calls_in(code, first: int, last: int) -> bool:
