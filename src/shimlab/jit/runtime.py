@@ -120,6 +120,7 @@ class Jit:
         self.code = list(loaded.program.code)
         # what a CALL's stencil is patched with (optimize.Frames)
         self.funcs = [(fn.nargs, fn.nlocals, fn.max_stack) for fn in loaded.program.functions]
+        self.entries = frozenset(fn.entry for fn in loaded.program.functions)
         self.ready = False               # stencils loaded (_ready)
         table, entry_copies = None, []
         if spec.entry_copies:
@@ -327,7 +328,9 @@ class Jit:
             return
         self.stats.side_recordings += 1
         traced = frozenset(self.installer.traces_at)
-        cut = first_of(rec, traced, 1)
+        # (not at a function's entry: through the call, whose return the trace
+        # then knows, rather than into a trace whose RETURN guards on one caller)
+        cut = first_of(rec, traced - self.entries, 1)
         if cut is not None:
             stop_pc, rec = rec[cut], rec[:cut]
         elif vm.rec_len >= vm.rec_cap and len(rec) > 1:
