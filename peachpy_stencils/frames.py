@@ -77,6 +77,25 @@ def ret(a, r):
     _return(a, r)
 
 
+@stencil("RETURN:out")
+def ret_out(a, r):
+    """RETURN_VALUE from a frame the trace did not make, to one of its
+    function's return points: the RETURN:to pieces after it leave for the
+    others, and the trace goes on at the recorded one"""
+    _frame(a, r)
+    _return(a, r)
+
+
+@stencil("RETURN:to")
+def ret_to(a, r):
+    """after RETURN:out: leaves for the return point ret_ip (a side exit
+    there) when the frame just left returned to it"""
+    a(MOV(eax, dword[r.vm + vm_offset("depth")]), SHL(rax, 4),
+      ADD(rax, qword[r.vm + vm_offset("frames")]),
+      MOV(rdx, a.hole("ret_ip")), CMP(qword[rax], rdx))
+    a.jcc_hole("e", "branch")
+
+
 @stencil("RETURN:guard")
 def ret_guard(a, r):
     """RETURN_VALUE from a frame the trace did not make: it goes on at the

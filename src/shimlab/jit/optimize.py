@@ -119,8 +119,9 @@ def lower(trace: Trace, consts: list[int], level: int, count: bool,
         for t in ops:
             if not t.frame:          # (a pc is a label in the start frame only: trace.py)
                 out.labels.setdefault(t.pc, len(out.pieces))
-            out.starts.append(len(out.pieces))
-            _count(out, count, t)
+            if not t.synthetic:      # (RETURN:to: no instruction of the program)
+                out.starts.append(len(out.pieces))
+                _count(out, count, t)
             out.pieces.append(Piece(t.stencil, operand_values(t, consts, frames), t))
         return out
     head = _VirtualHead(trace, ops, consts, count, out, fuse_stack=level >= 2, cache=cache,
@@ -217,7 +218,7 @@ def _drop(out: Lowered, gone: set) -> None:
     out.starts = [moved(i) for i in out.starts]
 
 
-_PLAIN_VARIANTS = ("", "taken", "fallthrough", "close", "inner", "to", "guard")
+_PLAIN_VARIANTS = ("", "taken", "fallthrough", "close", "inner", "to", "guard", "out")
 
 
 @lru_cache(maxsize=None)

@@ -180,12 +180,12 @@ def _calls(trace) -> str:
     if trace is None:
         return ""
     calls = sum(1 for o in trace.ops if o.name == "CALL")
-    rets = [o.stencil for o in trace.ops if o.name == "RETURN"]
+    rets = [o.stencil for o in trace.ops if o.name == "RETURN" and not o.synthetic]
     if not calls and not rets:
         return ""
-    guarded = rets.count("RETURN:guard")
+    out = len(rets) - rets.count("RETURN")
     return (f"runs through {calls} call(s) and {len(rets)} return(s)"
-            + (f" ({guarded} to a caller it did not call, guarded)" if guarded else ""))
+            + (f" ({out} to a caller it did not call)" if out else ""))
 
 
 def trace_times(traces) -> list[str]:

@@ -19,7 +19,8 @@ from .install import ENTER_JIT, Installer, trace_compiler
 from .memory import CodeMemory
 from .policy import initial_counters, payback_countdown, records_nothing
 from .report import JitStats
-from .trace import TRACEABLE, Decline, Trace, TraceOp, add_blocks, first_of, from_recording
+from .trace import (TRACEABLE, Decline, Trace, TraceOp, add_blocks, first_of, from_recording,
+                    return_points)
 
 MAX_TRACE = 2000              # VM instructions in one trace
 MAX_RECORDING = 200_000       # VM instructions one recording may log (inner loops included)
@@ -121,6 +122,8 @@ class Jit:
         # what a CALL's stencil is patched with (optimize.Frames)
         self.funcs = [(fn.nargs, fn.nlocals, fn.max_stack) for fn in loaded.program.functions]
         self.entries = frozenset(fn.entry for fn in loaded.program.functions)
+        # where each RETURN can go (trace.return_points)
+        self.returns = return_points(self.code, [fn.entry for fn in loaded.program.functions])
         self.ready = False               # stencils loaded (_ready)
         table, entry_copies = None, []
         if spec.entry_copies:
@@ -303,7 +306,8 @@ class Jit:
                 # its last instruction, which the trace leaves to run
                 stop_pc, rec = rec[-1], rec[:-1]
             trace = from_recording(self.code, rec, stop_pc,
-                                   stop_op=int(vm.code[stop_pc].op), max_ops=self.max_trace)
+                                   stop_op=int(vm.code[stop_pc].op), max_ops=self.max_trace,
+                                   returns=self.returns)
             if trace.retry and self.retries.get(start, 0) < RETRIES:
                 raise Decline(trace.why_end, retry=True)
         except Decline as d:
@@ -338,7 +342,7 @@ class Jit:
         stop_op = ENTER_JIT if stop_pc in traced else int(vm.code[stop_pc].op)
         try:
             trace = from_recording(self.code, rec, stop_pc, stop_op=stop_op,
-                                   max_ops=self.max_trace, traced=traced)
+                                   max_ops=self.max_trace, traced=traced, returns=self.returns)
         except Decline as d:
             # try again later, a few times: the path from a side exit varies
             tries = self.side_tries[start] = self.side_tries.get(start, 0) + 1

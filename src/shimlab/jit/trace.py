@@ -11,10 +11,17 @@ its frame: only the start frame's instructions are labels a guard or a
 back-edge may jump to, and a loop met in another frame ends the trace
 there.  Calls nest at most MAX_INLINE deep (recursion would otherwise
 unroll as deep as the recording went); the trace ends at a call deeper
-than that, which the interpreter then makes."""
+than that, which the interpreter then makes.  A RETURN whose CALL is in
+the trace goes on at that call's return point; one from a frame the trace
+did not make can go to any return point of its function (return_points):
+RETURN:out returns, a RETURN:to after it for each other return point
+leaves for it (a side exit, linked like any to a trace there), and the
+trace goes on at the recorded one; with more than MAX_RETURNS others, or
+none known, RETURN:guard deopts unless the return goes where recorded."""
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_right
 
 from .. import isa
 from ..isa import Flow
@@ -79,13 +86,15 @@ class Decline(Exception):
 
 def from_recording(code: list[tuple[int, int]], rec: list[int], stop_pc: int,
                    stop_op: int | None = None, max_ops: int | None = None,
-                   traced: frozenset = frozenset()) -> Trace:
+                   traced: frozenset = frozenset(), returns: dict | None = None) -> Trace:
     """code: the program's (op, arg); stop_op: the opcode now at stop_pc, which
     is ENTER_JIT when the path ran into another trace.  An inner loop whose
     header is already in the trace becomes a back-edge inside it; its further
     recorded iterations are skipped.  traced: pcs where a trace starts; a
     back-edge the recording took to one ends this trace there (a side trace
-    going back into its loop's trace)."""
+    going back into its loop's trace).  returns: each RETURN's pc -> every
+    return point its function has (return_points), which a return from a
+    frame the trace did not make is dispatched on (else guarded)."""
     if not rec:
         raise Decline(f"the loop starts with {isa.INSTRUCTIONS[code[stop_pc][0]].name}, "
                       "which has no stencil")
@@ -129,8 +138,17 @@ def from_recording(code: list[tuple[int, int]], rec: list[int], stop_pc: int,
                     # elsewhere, worth recording again (a closed trace)
                     return _ends(trace, pc, "the recording left the loop by returning",
                                  retry=True)
-                ops.append(TraceOp(pc, op, arg, f"{ins.name}:guard", frame=frame, ret_pc=nxt))
+                others = _other_returns(returns, pc, nxt)
                 frames += 1
+                if others is None:   # too many callers, or not known: guarded
+                    ops.append(TraceOp(pc, op, arg, f"{ins.name}:guard", frame=frame,
+                                       ret_pc=nxt))
+                else:
+                    # the frame's return point is one of its function's: the
+                    # others leave (side exits there, in the caller's frame)
+                    ops.append(TraceOp(pc, op, arg, f"{ins.name}:out", frame=frame, ret_pc=nxt))
+                    ops += [TraceOp(pc, op, arg, f"{ins.name}:to", r, frame=frames,
+                                    synthetic=True, ret_pc=r) for r in others]
                 frame = frames
         if ins.flow in (Flow.CALL, Flow.RETURN):
             i += 1
@@ -329,6 +347,39 @@ def _walk(rec, i: int, first: int, last: int) -> int:
     return i
 
 
+MAX_RETURNS = 8     # return points a return from an unknown frame compares with (RETURN:to)
+
+
+def return_points(code, entries) -> dict:
+    """Each RETURN's pc -> the return points of its function (the pc after
+    each CALL of it), sorted; entries: each function's entry pc, by index.
+    A frame of a function is made by a CALL of it and nothing else, so its
+    return goes to one of these."""
+    order = sorted(range(len(entries)), key=lambda f: entries[f])
+    starts = [entries[f] for f in order]
+    points: dict[int, list[int]] = {f: [] for f in range(len(entries))}
+    for pc, (op, arg) in enumerate(code):
+        if isa.INSTRUCTIONS[op].flow is Flow.CALL and 0 <= arg < len(entries):
+            points[arg].append(pc + 1)
+    out = {}
+    for pc, (op, _) in enumerate(code):
+        if isa.INSTRUCTIONS[op].flow is Flow.RETURN:
+            k = bisect_right(starts, pc) - 1
+            if k >= 0:
+                out[pc] = tuple(points[order[k]])
+    return out
+
+
+def _other_returns(returns: dict | None, pc: int, recorded: int) -> tuple | None:
+    """The return points RETURN:to compares with besides the recorded one,
+    or None (guard instead): unknown, the recorded one not among them, or
+    more than MAX_RETURNS others."""
+    points = None if returns is None else returns.get(pc)
+    if points is None or recorded not in points or len(points) - 1 > MAX_RETURNS:
+        return None
+    return tuple(r for r in points if r != recorded)
+
+
 def _is_loop_header(code, pc: int) -> bool:
     """Some back-edge jumps to pc."""
     for at, (op, arg) in enumerate(code):
@@ -346,7 +397,7 @@ def _return_point(ops: list[TraceOp]) -> int:
     """The return point of the innermost call still open at the end of ops."""
     depth = 0
     for t in reversed(ops):
-        if t.name == "RETURN":
+        if t.name == "RETURN" and not t.synthetic:
             depth += 1
         elif t.name == "CALL":
             if not depth:
