@@ -110,6 +110,18 @@ def test_the_trace_records_its_frames():
     assert rets[0].ret_pc == next(o.pc for o in t.ops if o.name == "CALL") + 1
     assert rets[1].ret_pc == back and t.end_pc == back and not t.closed
     assert t.ops[0].frame == 0 and rets[0].frame == 1
+    # with where each RETURN can go known: RETURN:out, and a RETURN:to (a side
+    # exit, no instruction of the program) for each other return point of f
+    returns = jtrace.return_points(program.code, [fn.entry for fn in program.functions])
+    f_returns = sorted(pc + 1 for pc, (op, arg) in enumerate(program.code)
+                       if op == isa.OPCODE["CALL"] and program.functions[arg] is f)
+    assert returns[rets[1].pc] == tuple(f_returns) and back in f_returns
+    t = jtrace.from_recording(program.code, rec, stop_pc=back, returns=returns)
+    out = [o for o in t.ops if o.name == "RETURN"]
+    assert [o.stencil for o in out] == ["RETURN", "RETURN:out"] + ["RETURN:to"] * (
+        len(f_returns) - 1)
+    assert [o.exit_pc for o in out[2:]] == [r for r in f_returns if r != back]
+    assert all(o.synthetic and o.frame for o in out[2:])
 
 
 def test_a_trace_made_long_by_its_calls_ends_rather_than_being_declined():
@@ -271,10 +283,41 @@ def test_a_side_exit_inside_a_callee_is_taken():
     assert step.entry is not None
 
 
-def test_a_return_to_another_caller_deopts():
-    """A trace from h's entry returns where it was recorded returning
-    (RETURN:guard); called from g, the guard fails and the interpreter returns."""
+def test_a_return_to_another_caller_leaves_for_its_return_point():
+    """A trace from h's entry returns to the return point it was recorded
+    returning to; called from g, RETURN:to leaves for g's (a side exit, which
+    links to a trace there): the program crosses from the interpreter a few
+    times, not at every return to the other caller."""
     program = _minipy(OTHER_CALLER)
-    r, traces, report = _traces(program, opt=2)
+    r, traces, report = _traces(program, opt=2, threshold=64)
     _same(r, oracle.run(program))
-    assert any(s == "RETURN:guard" for _, _, ops, _ in traces for _, s, _ in ops), report
+    assert any(s == "RETURN:to" for _, _, ops, _ in traces for _, s, _ in ops), report
+    entries = [int(x.split()[1]) for x in report.split(", ") if x.startswith("entered ")]
+    assert sum(entries) < 300, report      # (3,000 iterations, 9,000 returns)
+
+
+def test_a_return_with_more_return_points_than_it_compares_is_guarded():
+    """Past trace.MAX_RETURNS other return points, a RETURN from a frame the
+    trace did not make is guarded on the recorded one and deopts otherwise."""
+    calls = "\n".join(f"    s = (s + h(i + {k})) % 100003" for k in range(jtrace.MAX_RETURNS + 2))
+    src = f"""\
+def h(x):
+    return x + 1
+
+
+s = 0
+for i in range(300):
+{calls}
+print(s)
+"""
+    program = _minipy(src)
+    h = program.functions[1]
+    ret = next(pc for pc in range(h.entry, len(program.code))
+               if program.code[pc][0] == isa.OPCODE["RETURN"])
+    returns = jtrace.return_points(program.code, [fn.entry for fn in program.functions])
+    assert len(returns[ret]) == jtrace.MAX_RETURNS + 2
+    t = jtrace.from_recording(program.code, list(range(h.entry, ret + 1)),
+                              stop_pc=returns[ret][0], returns=returns)
+    assert [o.stencil for o in t.ops if o.name == "RETURN"] == ["RETURN:guard"]
+    differential.check(differential.Case("minipy", src),
+                       differential.configs(ks=(2,), thresholds=(1,)))
