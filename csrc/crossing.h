@@ -26,7 +26,7 @@ typedef SL_PRESERVE_NONE const sl_instr *sl_trace_fn(SL_CONTRACT_ARGS(ip, sp, fp
 /* After a shim returned the resume ip: the state back from vm, the cached
  * values from the memory stack, and on to the resume instruction's handler. */
 #define SL_SHIM_RETURNED() do { \
-    sp = vm->sp; head = vm->head; \
+    sp = vm->sp; fp = vm->fp; head = vm->head;  /* (fp: a trace may call or return) */ \
     SL_CACHE_RELOAD(); \
     int32_t op = ip->op; \
     if (vm->rec_len < 0) { \

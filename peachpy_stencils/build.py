@@ -27,7 +27,8 @@ from shimlab.stencil import PLACEHOLDER, AsmError, disassemble
 # traceback are imported by the functions that build: a JIT run whose
 # artifact is current only hashes the inputs and lists the prototypes.
 
-FAMILIES = ("stack", "arith", "branch", "tape", "idioms", "opt", "fused", "exits", "trampoline", "cache")
+FAMILIES = ("stack", "arith", "branch", "tape", "idioms", "opt", "fused", "exits", "trampoline",
+            "cache", "frames")
 _NOT_STENCILS = ("__init__", "asm", "build")
 
 

@@ -1,7 +1,7 @@
 """Exit stubs (one per crossing) and the counting stencils of count builds.
 
 Every exit first sets ip to the bytecode instruction to resume at; then:
-  exit:shim                 stores sp and head in the vm and returns ip to the shim
+  exit:shim                 stores sp, fp and head in the vm and returns ip to the shim
   exit:direct               jumps through the dispatch table, like any handler
   exit:direct-handler       jumps straight to the handler of the known instruction
 In a trace these stubs are the only code that differs between the JIT modes
@@ -19,7 +19,9 @@ from .asm import stencil, vm_offset
 
 @stencil("exit:shim")
 def exit_shim(a, r):
+    # fp too: a trace that called or returned (frames.py) left another frame
     a(MOV(r.ip, a.hole("resume_ip")), MOV(qword[r.vm + vm_offset("sp")], r.sp),
+      MOV(qword[r.vm + vm_offset("fp")], r.fp),
       MOV(qword[r.vm + vm_offset("head")], r.head), MOV(rax, r.ip), RET())
 
 

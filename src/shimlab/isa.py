@@ -196,10 +196,20 @@ class Instr(Frozen):
     # body's operand and a stride).  Jumps with packed
     # operands have operand kinds of their own instead.
     packing: str = ""
+    # How a trace runs through an instruction that has no stencil of its own
+    # ("" when a trace ends at it): a stencil of the JIT's that is no handler
+    # (the asm interpreter and clang-built stencils keep the C one), after
+    # which the trace goes on where the instruction went (CALL, RETURN:
+    # peachpy_stencils/frames.py).
+    in_trace: str = ""
 
     @property
     def has_stencil(self) -> bool:
         return not self.no_stencil
+
+    @property
+    def traceable(self) -> bool:
+        return self.has_stencil or bool(self.in_trace)
 
 
 def _floordiv(a: int, b: int) -> int:
@@ -223,9 +233,9 @@ def _rshift(a: int, b: int) -> int:
 INSTRUCTIONS: list[Instr] = []
 
 
-def _def(name, operand, pops, pushes, flow, c, doc, py, no_stencil="", packing=""):
+def _def(name, operand, pops, pushes, flow, c, doc, py, no_stencil="", packing="", in_trace=""):
     INSTRUCTIONS.append(Instr(name, operand, pops, pushes, flow, c.strip(), doc, py, no_stencil,
-                              packing))
+                              packing, in_trace))
 
 
 def _binop(name, c_expr, py_fn, doc, check=""):
@@ -307,10 +317,13 @@ _def("LOOP", Operand.BACKWARD, 0, 0, Flow.BACKEDGE, "BACKEDGE(ARG);",
      "loop back-edge: jump backward", lambda s, arg: s.pc + arg)
 _def("CALL", Operand.FUNC, None, 1, Flow.CALL, "CALL_FUNCTION(ARG);",
      "call a function with its arguments on the stack", lambda s, arg: s.call(arg),
-     no_stencil="frame setup with a bounds check and a loop zeroing locals")
+     no_stencil="frame setup with a bounds check and a loop zeroing locals",
+     in_trace="the callee is static: the trace goes on at its entry, in the new frame")
 _def("RETURN", Operand.NONE, 1, 0, Flow.RETURN, "RETURN_VALUE();",
      "return the top of stack to the caller", lambda s, arg: s.ret(),
-     no_stencil="frame teardown through vm->frames")
+     no_stencil="frame teardown through vm->frames",
+     in_trace="the trace goes on at the return point: the matching CALL's, or the "
+              "recorded one behind a guard on the frame's return address")
 _def("PRINT", Operand.IMM, 1, 0, Flow.NEXT, "PRINT_INT(POP(), ARG);",
      "pop and print as decimal, then the byte ARG (space or newline)",
      lambda s, arg: s.print_int(s.pop(), arg),
@@ -602,8 +615,9 @@ NUM_OPCODES = len(INSTRUCTIONS)
 
 
 # Derived sets: kept by no one by hand.
-# Instructions with a stencil; the JIT ends a trace at every other one.
-TRACEABLE = frozenset(ins.name for ins in INSTRUCTIONS if ins.has_stencil)
+# Instructions a trace runs through (a stencil, or one of the JIT's own:
+# Instr.in_trace); the JIT ends a trace at every other one.
+TRACEABLE = frozenset(ins.name for ins in INSTRUCTIONS if ins.traceable)
 # Stack arithmetic by its shape: two operands to one result, one to one.
 BINOPS = tuple(ins.name for ins in INSTRUCTIONS if ins.operand is Operand.NONE
                and ins.flow is Flow.NEXT and (ins.pops, ins.pushes) == (2, 1))

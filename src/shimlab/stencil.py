@@ -44,6 +44,13 @@ HOLE_WIDTH = {
     "rec_table": 8,    # absolute address of the recorder's dispatch table
     "link": 4,         # rel32 to another trace's entry (a linked exit)
     "shared": 4,       # rel32 to exit code the trace's exit slots share (its hot exits' path)
+    # a call's frame (CALL, RETURN in traces: peachpy_stencils/frames.py)
+    "ret_ip": 8,       # absolute address of a call's return point (patched from its pc)
+    "args": 4,         # byte offset from sp down to the callee's frame (-8 * nargs), disp32
+    "zeros": 4,        # the callee's locals that are not arguments, zeroed, imm32
+    "frame_top": 4,    # bytes from sp to the callee's frame's end (locals + stack - args), disp32
+    "frame_sp": 4,     # bytes from sp to the callee's sp (locals - args + K pads), disp32
+    "pads": 4,         # bytes of the K pad slots a frame has under --cache K (8 * K), imm32
 }
 REL32 = ("deopt", "branch", "loop", "handler", "continue", "link", "shared")
 

@@ -22,7 +22,6 @@ from ..digest import sha256
 from ..isa import Flow
 from ..paths import CSRC, build_root
 from ..stencil import Hole, Stencil, StencilError, disassemble
-from .trace import TRACEABLE
 
 FLAGS = ("-std=gnu11", "-O3", "-c", "-fno-pic", "-mcmodel=medium", "-ffunction-sections",
          "-fno-asynchronous-unwind-tables", "-fno-stack-protector", "-fcf-protection=none",
@@ -90,7 +89,7 @@ def source() -> tuple[str, list[str]]:
         names.append(name)
         out.append(_function(name, body, on_jump, at_end))
     for ins in isa.INSTRUCTIONS:
-        if ins.name not in TRACEABLE:
+        if not ins.has_stencil:     # (CALL and RETURN run in traces as PeachPy's frames.py)
             continue
         if ins.flow is Flow.NEXT:
             add(ins.name, ins.c, "_JIT_CONTINUE", "_JIT_CONTINUE")

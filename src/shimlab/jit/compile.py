@@ -62,6 +62,7 @@ class Context:
     blocks: int | None = None            # --stats: address of this trace's block counters
     rec_table: int = 0                   # side exits: the recorder's dispatch table
     traces_at: dict = field(default_factory=dict)   # pc -> entry of a trace there: exits jump in
+    funcs: list = field(default_factory=list)       # per function: (nargs, nlocals, max_stack)
     # the stencils, loaded by the first step of a trace's compile that needs
     # them (lower, then the layout): one merge of ~600 names, not one a step
     _stencils: dict | None = field(default=None, init=False, repr=False, compare=False)
@@ -295,7 +296,8 @@ def _lower(trace: Trace, ctx: Context, st: dict) -> Lowering:
     --stats's block counts."""
     lowered = optimize.lower(trace, ctx.consts, ctx.opt, ctx.count,
                              registers=ctx.source == "peachpy", cache=cache_for(ctx, st),
-                             tape_len=ctx.tape_len)
+                             tape_len=ctx.tape_len,
+                             frames=optimize.Frames(tuple(ctx.funcs), ctx.cache))
     before = None
     for p in lowered.pieces:
         if p.stencil not in st:
@@ -449,7 +451,7 @@ def _lay_out(trace: Trace, ctx: Context, lowering: Lowering | None) -> Compiled:
             values["deopt"] = ("exit", exits.setdefault(ex, len(exits)))
             retakes[ex] = p.counted
         if "branch" in kinds:
-            if t.exit_pc in at_pc and not p.d:
+            if t.exit_pc in at_pc and not p.d and not t.frame:   # (labels: trace.py)
                 values["branch"] = ("at", at_pc[t.exit_pc])
             else:
                 values["branch"] = ("exit", exits.setdefault(
@@ -573,9 +575,9 @@ class _Shape:
 
 
 # how a hole's value is made (_fill)
-_PLAIN, _JUMP, _CONTINUE, _FROM_BASE = range(4)
+_PLAIN, _JUMP, _CONTINUE, _FROM_BASE, _CODE = range(5)
 _HOW = {"deopt": _JUMP, "branch": _JUMP, "loop": _JUMP, "shared": _JUMP, "continue": _CONTINUE,
-        "link": _FROM_BASE, "handler": _FROM_BASE}
+        "link": _FROM_BASE, "handler": _FROM_BASE, "ret_ip": _CODE}
 _SHAPES: dict = {}      # id(stencil) -> (the stencil, kept so its id is not reused; its _Shape)
 
 
@@ -624,10 +626,11 @@ _MASK64 = (1 << 64) - 1
 
 
 def _fill(out: bytearray, holes: tuple, at: int, values: dict, where,
-          body: int, slot_at: list, base: int | None) -> None:
+          body: int, slot_at: list, base: int | None, code_addr: int = 0) -> None:
     """Fills `holes` (a _Shape's, or a slot's: _slot_code) of code copied to
     `at` from `values`; `where` names it in an error (a string, or a
-    piece's (stencil, instruction))."""
+    piece's (stencil, instruction)); code_addr: where code[0] is (a pc's
+    address: the layout, like a plan, holds the pc)."""
     for offset, kind, how, wide, end, name in holes:
         if kind not in values:
             raise CompileError(f"stencil {name}: hole {kind.partition('@')[0]} at "
@@ -639,6 +642,8 @@ def _fill(out: bytearray, holes: tuple, at: int, values: dict, where,
             v = (n if where_ == "at" else body + slot_at[n]) - (field_at + 4)
         elif how == _CONTINUE:          # the next stencil, laid right after this one
             v = at + end - (field_at + 4)
+        elif how == _CODE:
+            v = code_addr + contract.INSTR_SIZE * v
         elif how == _FROM_BASE:         # link: reach checked by _reaches before linking
             v = 0 if base is None else v - (base + field_at + 4)
             if kind == "handler" and not -(1 << 31) <= v < (1 << 31):
@@ -678,9 +683,11 @@ def place(compiled: Compiled, base: int | None, symbols: bool = True) -> Compile
                 for offset, i in sh.plain:
                     _PACK32(out, at + offset, held[i])
             except struct.error:     # (a value missing or too big) _fill says it in words
-                _fill(out, sh.holes, at, _values(held, sh), (name, op), body, slot, base)
+                _fill(out, sh.holes, at, _values(held, sh), (name, op), body, slot, base,
+                      ctx.code_addr)
         elif sh.holes:
-            _fill(out, sh.holes, at, _values(held, sh), (name, op), body, slot, base)
+            _fill(out, sh.holes, at, _values(held, sh), (name, op), body, slot, base,
+                  ctx.code_addr)
         if symbols and op is not None:
             names.append((at, sh.size, f"{name}@pc{op.pc}"))
     exits = lay.exits

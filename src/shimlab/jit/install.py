@@ -61,7 +61,7 @@ class Installer:
             trace.ops = [replace(t, stencil=self.overrides.get(t.stencil, t.stencil))
                          for t in trace.ops]
         info = TraceInfo(len(self.stats.traces), trace.start, len(trace.ops), 0, trace.closed,
-                         trace.why_end, [], side=side)
+                         trace.why_end, [], side=side, trace=trace)
         ctx = jit.context(code_base)
         # an upper bound on exits: a deopt and a branch per instruction, and
         # a bounds check's deopt per stretch

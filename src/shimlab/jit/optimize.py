@@ -74,22 +74,41 @@ class Lowered:
         self.folded[what] = self.folded.get(what, 0) + n
 
 
-def operand_values(t: TraceOp, consts: list[int]) -> dict:
+@record(frozen=True)
+class Frames:
+    """What a CALL's stencil needs of the program and the VM: each function's
+    (nargs, nlocals, max_stack), and the K pad slots each frame has under
+    --cache K (whether or not the trace is entered with the K values in
+    registers: jit-shim's are spilled, but the frames have them)."""
+    funcs: tuple = ()
+    pads: int = 0
+
+
+def operand_values(t: TraceOp, consts: list[int], frames: Frames | None = None) -> dict:
     """The hole values of an instruction's own stencil."""
     values = {"oparg": t.arg, "local": 8 * t.arg, "continue": "next",
               "cell": t.arg >> 8, "byte": t.arg & 0xFF}
     if t.name == "LOAD_CONST":
         values["const"] = consts[t.arg]
+    elif t.name == "CALL":
+        nargs, nlocals, max_stack = frames.funcs[t.arg]
+        values.update(args=-8 * nargs, zeros=nlocals - nargs,
+                      frame_top=8 * (nlocals + max_stack - nargs),
+                      frame_sp=8 * (nlocals - nargs + frames.pads), pads=8 * frames.pads,
+                      ret_ip=t.ret_pc)
+    elif t.name == "RETURN":
+        values["ret_ip"] = t.ret_pc
     return values
 
 
 def lower(trace: Trace, consts: list[int], level: int, count: bool,
           registers: bool = True, cache: Cache | None = None,
-          tape_len: int | None = None) -> Lowered:
+          tape_len: int | None = None, frames: Frames | None = None) -> Lowered:
     """registers: every instruction stencil is one whose registers level 3
     knows (PeachPy's; False for clang-built ones); cache: the trace is entered
     with cached values in registers; tape_len: the VM's tape, when known (a
-    bounds check is then one compare with an immediate)."""
+    bounds check is then one compare with an immediate); frames: what its
+    CALLs need (Frames)."""
     if level not in LEVELS:
         raise ValueError(f"optimizer level {level}: choose one of {LEVELS}")
     ops = list(trace.ops)
@@ -98,18 +117,20 @@ def lower(trace: Trace, consts: list[int], level: int, count: bool,
         for reg in reversed(cache.registers if cache else ()):   # plain stencils: memory only
             out.pieces.append(Piece(f"opt:push:reg:{reg}", {}))
         for t in ops:
-            out.labels.setdefault(t.pc, len(out.pieces))
-            out.starts.append(len(out.pieces))
-            _count(out, count, t)
-            out.pieces.append(Piece(t.stencil, operand_values(t, consts), t))
+            if not t.frame:          # (a pc is a label in the start frame only: trace.py)
+                out.labels.setdefault(t.pc, len(out.pieces))
+            if not t.synthetic:      # (RETURN:to: no instruction of the program)
+                out.starts.append(len(out.pieces))
+                _count(out, count, t)
+            out.pieces.append(Piece(t.stencil, operand_values(t, consts, frames), t))
         return out
     head = _VirtualHead(trace, ops, consts, count, out, fuse_stack=level >= 2, cache=cache,
-                        tape_len=tape_len)
+                        tape_len=tape_len, frames=frames)
     head.run()
     if head.disturbed:    # a back-edge could not bring the cached values back: spill at the start
         out = Lowered()
         head = _VirtualHead(trace, ops, consts, count, out, fuse_stack=level >= 2, cache=cache,
-                            tape_len=tape_len, keep_start=False)
+                            tape_len=tape_len, keep_start=False, frames=frames)
         head.run()
     if tape_len is not None and not any(_overridden(t.stencil) for t in ops):
         if not _one_check(out, tape_len):
@@ -197,7 +218,7 @@ def _drop(out: Lowered, gone: set) -> None:
     out.starts = [moved(i) for i in out.starts]
 
 
-_PLAIN_VARIANTS = ("", "taken", "fallthrough", "close", "inner", "to")
+_PLAIN_VARIANTS = ("", "taken", "fallthrough", "close", "inner", "to", "guard", "out")
 
 
 @lru_cache(maxsize=None)
@@ -247,15 +268,18 @@ _OFF_STACK = _ON_TAPE | set(_CELL_BRANCHES) | {"NOP", "JUMP"}
 class _VirtualHead:
     def __init__(self, trace: Trace, ops: list[TraceOp], consts, count: bool, out: Lowered,
                  fuse_stack: bool = False, cache: Cache | None = None, keep_start: bool = True,
-                 tape_len: int | None = None):
+                 tape_len: int | None = None, frames: Frames | None = None):
         self.trace, self.ops, self.consts, self.count, self.out = trace, ops, consts, count, out
+        self.frames = frames
         self.tape_len = tape_len
         self.stack, self.fuse, self.cache = None, fuse_stack, cache
         if fuse_stack or cache:
             self.stack = VirtualStack(out, Piece, partial(_count, out, count))
-        pcs = {t.pc for t in ops}
+        # (only the start frame's pcs are labels, and only its guards jump to
+        # them: trace.py)
+        pcs = {t.pc for t in ops if not t.frame}
         jumped = {t.loop_pc for t in ops if t.loop_pc is not None}
-        jumped |= {t.exit_pc for t in ops if t.exit_pc in pcs}
+        jumped |= {t.exit_pc for t in ops if t.exit_pc in pcs and not t.frame}
         self.label_pcs = {trace.start} | jumped
         # the labels something jumps to: the stack is in memory there.  With
         # cached values (keep_start) the start is instead where the trace was
@@ -284,7 +308,7 @@ class _VirtualHead:
         stack.spill_written(self.cache.writes(p.stencil), p.d)
         if self.cache.leaves(p.stencil):
             t, start = p.op, self.trace.start
-            back = t is not None and self.keep_start and (
+            back = t is not None and not t.frame and self.keep_start and (
                 t.exit_pc == start or t.loop_pc == start or
                 (t.loop_pc is None and t.stencil.endswith(":close")))
             if back:
@@ -350,7 +374,8 @@ class _VirtualHead:
         if ops[0].pc in self.label_pcs:
             self.known = {}          # a jump may arrive here: nothing known
         out = self.out
-        out.labels.setdefault(ops[0].pc, len(out.pieces))
+        if not ops[0].frame:
+            out.labels.setdefault(ops[0].pc, len(out.pieces))
         cells, d, checked = [], 0, 0
         for t in ops:
             name = t.name
@@ -417,7 +442,7 @@ class _VirtualHead:
             _count(out, self.count, t, d)
         name, arg = t.name, t.arg
         if not plain:
-            out.add(Piece(t.stencil, operand_values(t, self.consts), t, d))
+            out.add(Piece(t.stencil, operand_values(t, self.consts, self.frames), t, d))
         elif name == "MOVE":
             self.d += arg
             out.note("moves folded")
@@ -458,7 +483,7 @@ class _VirtualHead:
             out.note("moves folded")
             self.materialize()
             out.add(Piece(t.stencil.replace("MOVE_", "", 1),
-                                    operand_values(t, self.consts), t, 0))
+                                    operand_values(t, self.consts, self.frames), t, 0))
         elif name in _AT_BRANCHES and t.stencil.endswith((":close", ":inner")):
             # (a loop's back-edge: the head is materialized, d is 0)
             out.add(Piece("opt:loop-close" if t.stencil.endswith(":close") else "opt:loop-inner",
@@ -479,7 +504,7 @@ class _VirtualHead:
         else:
             if d and name in _ON_TAPE:
                 raise AssertionError(f"optimizer: {t.stencil} at pc {t.pc} would see a stale head")
-            out.add(Piece(t.stencil, operand_values(t, self.consts), t, d))
+            out.add(Piece(t.stencil, operand_values(t, self.consts, self.frames), t, d))
             self.known = {}
             if t.stencil.endswith(":inner") and name in _CELL_BRANCHES:
                 self.known[0] = 0

@@ -18,15 +18,15 @@ NEVER = (1 << 63) - 1       # a countdown that never runs out
 
 def initial_counters(code, countdown: int) -> list[int]:
     """Each pc's countdown to a recording: `countdown`, or NEVER where the
-    instruction has no stencil (CALL, RETURN, PRINT, HALT)."""
+    instruction has no stencil a trace runs (PRINT, HALT)."""
     never = [ins.name not in isa.TRACEABLE for ins in isa.INSTRUCTIONS]
     return [NEVER if never[op] else countdown for op, _ in code]
 
 
 def records_nothing(code, pc: int) -> bool:
     """A recording from pc would be empty: its instruction has no stencil (a
-    side exit that resumes at a CALL or a RETURN, whose heat is then NEVER
-    at once rather than after a few empty recordings)."""
+    side exit that resumes at a PRINT, whose heat is then NEVER at once
+    rather than after a few empty recordings)."""
     return not 0 <= pc < len(code) or \
         isa.INSTRUCTIONS[code[pc][0]].name not in isa.TRACEABLE
 

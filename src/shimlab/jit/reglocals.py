@@ -17,8 +17,13 @@ loop is the load on the loop-carried chain (`j += 1`: load, add, store,
 and the next iteration's load waits for the store to forward, some 5
 cycles here); a register takes that load off the chain, while the store
 beside it stays off the chain.  Anything that could see the frame leaves
-the trace (CALL, RETURN and PRINT have no stencils), and a trace entered
-again (its loop, a side trace linked back into it) reloads at its entry.
+the trace (PRINT has no stencil), and a trace entered again (its loop, a
+side trace linked back into it) reloads at its entry.  In a trace that
+runs through calls (trace.py) only the start frame's locals are kept: a
+local's index names another slot in each frame, so a callee's reads and
+writes stay in memory, and the registers stay right across the call (the
+frame stencils and the callee's touch neither them nor the start frame's
+slots), as they do across an exit, being written through.
 
 Why a level of its own rather than part of level 2: `bench programs` and
 the differential tests run every level, so what registers add over the
@@ -78,17 +83,38 @@ def choose(pieces) -> list[int]:
     return ranked[:len(REGISTERS)]
 
 
+def _start_frame(pieces) -> list:
+    """The pieces that run in the trace's start frame (trace.py TraceOp.frame).
+    A piece without an instruction (a flush's push, a count) runs in the
+    frame of the next piece that has one: a flush goes just before the
+    instruction that needed it, a CALL or RETURN included."""
+    out, frame = [], None
+    for p in reversed(pieces):
+        if p.op is not None:
+            frame = p.op.frame
+        elif frame is None:          # after the last instruction: its frame (nothing
+            # virtual outlives a CALL or RETURN, flushed before it: no local after one)
+            frame = next((q.op.frame for q in reversed(pieces) if q.op is not None), 0)
+        if not frame:
+            out.append(p)
+    return out[::-1]
+
+
 def keep_locals(trace, lowered, piece) -> None:
     """Rewrites level 2's pieces in place (piece: optimize.Piece)."""
     if not (trace.closed or any(t.loop_pc is not None for t in trace.ops)):
         return                       # no loop in it: one pass, nothing to keep
     if not any(t.name in ("LOAD_LOCAL", "STORE_LOCAL") for t in trace.ops):
         return                       # BF, or no locals
-    chosen = choose(lowered.pieces)
+    # only the start frame's pieces: in a callee's a local's index names a
+    # slot of that frame (the registers are the start frame's; nothing a
+    # callee runs writes them, nor the start frame's slots)
+    mine = _start_frame(lowered.pieces)
+    chosen = choose(mine)
     if not chosen:
         return
     reg = dict(zip(chosen, REGISTERS))
-    for p in lowered.pieces:
+    for p in mine:
         name, v = p.stencil, p.values
         if name == "LOAD_LOCAL" and v["local"] // 8 in reg:
             p.stencil = f"opt:push:{reg[v['local'] // 8]}"

@@ -35,6 +35,7 @@ class TraceInfo:
     compile_ns: int = 0
     block_ops: list = field(default_factory=list)  # --stats: VM instructions per block
     retakes: list = field(default_factory=list)    # per exit: the interpreter re-runs one
+    trace: object = field(default=None, repr=False)  # the trace.Trace compiled (its instructions)
 
     def executed(self) -> int | None:
         """VM instructions this trace ran (--stats): each block's runs times
@@ -115,6 +116,9 @@ def report(jit, counts=None) -> str:
         if t.folded:
             lines.append("      optimizer: " + ", ".join(f"{n} {what}" for what, n in
                                                         sorted(t.folded.items())))
+        calls = _calls(t.trace)
+        if calls:
+            lines.append(f"      {calls}")
         if t.linked and any(t.linked):
             lines.append(f"      {sum(t.linked)} of {len(t.exits)} exits linked to traces")
         counts_ = t.exit_counts()
@@ -169,6 +173,19 @@ def _line_at_100(timed) -> dict:
         return {}
     a, b = fit
     return {"at 100": a + 100 * b, "fixed": a, "per instruction": b}
+
+
+def _calls(trace) -> str:
+    """What calls and returns a trace runs through (jit/trace.py), or ''."""
+    if trace is None:
+        return ""
+    calls = sum(1 for o in trace.ops if o.name == "CALL")
+    rets = [o.stencil for o in trace.ops if o.name == "RETURN" and not o.synthetic]
+    if not calls and not rets:
+        return ""
+    out = len(rets) - rets.count("RETURN")
+    return (f"runs through {calls} call(s) and {len(rets)} return(s)"
+            + (f" ({out} to a caller it did not call)" if out else ""))
 
 
 def trace_times(traces) -> list[str]:

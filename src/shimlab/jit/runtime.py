@@ -117,6 +117,10 @@ class Jit:
         vm.pin_code = 1
         self.handlers = handler_addresses(loaded.build)
         self.code = list(loaded.program.code)
+        # what a CALL's stencil is patched with (optimize.Frames)
+        self.funcs = [(fn.nargs, fn.nlocals, fn.max_stack) for fn in loaded.program.functions]
+        self.entries = frozenset(fn.entry for fn in loaded.program.functions)
+        self.returns = None              # where each RETURN can go: made by _ready
         self.ready = False               # stencils loaded (_ready)
         table, entry_copies = None, []
         if spec.entry_copies:
@@ -188,6 +192,8 @@ class Jit:
         if self.ready:
             return
         t0 = time.thread_time_ns()
+        from .trace import return_points
+        self.returns = return_points(self.code, [fn.entry for fn in self.loaded.program.functions])
         store = _stencil_store()
         store.load(self.state, self.source, self.loaded.build.compiler.name)
         if modes.get(self.mode).trace_order:
@@ -249,7 +255,7 @@ class Jit:
         # instructions are each plan's own key) and the program (the file's)
         options = (self.mode, self.opt, bool(build.count), build.cache,
                    int(self.loaded.vm.tape_len), self.want_stats, self.link, self.source,
-                   tuple(sorted(self.state.items())), digests)
+                   tuple(sorted(self.state.items())), digests, tuple(self.funcs))
         try:
             return trace_cache.TraceCache(options, self.code, self.loaded.program.consts,
                                           verify=setting == "verify")
@@ -326,7 +332,8 @@ class Jit:
                 # its last instruction, which the trace leaves to run
                 stop_pc, rec = rec[-1], rec[:-1]
             trace = from_recording(self.code, rec, stop_pc,
-                                   stop_op=int(vm.code[stop_pc].op), max_ops=self.max_trace)
+                                   stop_op=int(vm.code[stop_pc].op), max_ops=self.max_trace,
+                                   returns=self.returns)
             if trace.retry and self.retries.get(start, 0) < RETRIES:
                 raise Decline(trace.why_end, retry=True)
         except Decline as d:
@@ -353,7 +360,9 @@ class Jit:
             return
         self.stats.side_recordings += 1
         traced = frozenset(self.installer.traces_at)
-        cut = first_of(rec, traced, 1)
+        # (not at a function's entry: through the call, whose return the trace
+        # then knows, rather than into a trace whose RETURN guards on one caller)
+        cut = first_of(rec, traced - self.entries, 1)
         if cut is not None:
             stop_pc, rec = rec[cut], rec[:cut]
         elif vm.rec_len >= vm.rec_cap and len(rec) > 1:
@@ -361,7 +370,7 @@ class Jit:
         stop_op = ENTER_JIT if stop_pc in traced else int(vm.code[stop_pc].op)
         try:
             trace = from_recording(self.code, rec, stop_pc, stop_op=stop_op,
-                                   max_ops=self.max_trace, traced=traced)
+                                   max_ops=self.max_trace, traced=traced, returns=self.returns)
         except Decline as d:
             # try again later, a few times: the path from a side exit varies
             tries = self.side_tries[start] = self.side_tries.get(start, 0) + 1
@@ -414,7 +423,8 @@ class Jit:
         return trace_compiler().Context(self.mode, code_base, self.loaded.program.consts, self.code,
                                    self.handlers, count=build.count, state=self.state,
                                    source=self.source, cc=build.compiler.name, opt=self.opt,
-                                   cache=build.cache, tape_len=int(self.loaded.vm.tape_len))
+                                   cache=build.cache, tape_len=int(self.loaded.vm.tape_len),
+                                   funcs=self.funcs)
 
     # -- after a run -------------------------------------------------------------
     def check(self) -> None:

@@ -1,16 +1,36 @@
 """From a recording (the pcs the interpreter ran from a hot loop header) to
 a trace: which stencil each instruction gets, where each guard leaves, and
-how the trace ends (back to its start, or out to the interpreter)."""
+how the trace ends (back to its start, or out to the interpreter).
+
+A trace runs through calls and returns (isa.Instr.in_trace): after a CALL
+its instructions are the callee's, in a frame of their own, and after a
+RETURN the caller's.  Each instruction carries the frame it runs in
+(TraceOp.frame: 0 the frame the trace starts in, every other frame a number
+of its own), because a pc stands for one place in the trace only within
+its frame: only the start frame's instructions are labels a guard or a
+back-edge may jump to, and a loop met in another frame ends the trace
+there.  Calls nest at most MAX_INLINE deep (recursion would otherwise
+unroll as deep as the recording went); the trace ends at a call deeper
+than that, which the interpreter then makes.  A RETURN whose CALL is in
+the trace goes on at that call's return point; one from a frame the trace
+did not make can go to any return point of its function (return_points):
+RETURN:out returns, a RETURN:to after it for each other return point
+leaves for it (a side exit, linked like any to a trace there), and the
+trace goes on at the recorded one; with more than MAX_RETURNS others, or
+none known, RETURN:guard deopts unless the return goes where recorded."""
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_right
 
 from .. import isa
 from ..isa import Flow
 from ..record import field, record
 
-# Instructions that have stencils (isa.Instr.no_stencil); every other one ends a trace.
+# Instructions that have stencils (isa.Instr.no_stencil, or in_trace); every other one ends a trace.
 TRACEABLE = isa.TRACEABLE
+
+MAX_INLINE = 3      # calls nested in a trace (from its start frame's depth)
 
 
 @record(frozen=True)
@@ -24,6 +44,12 @@ class TraceOp:
     # the jump at the end of a block (add_blocks) back into the trace: no
     # instruction of the program, so never counted
     synthetic: bool = False
+    # the frame it runs in: 0 the trace's start frame, each other a number of
+    # its own (a callee's, or a caller's the trace returned to)
+    frame: int = 0
+    # CALL: its return point; RETURN: where it returns to (the recorded
+    # return point, checked by RETURN:guard when the trace made no such frame)
+    ret_pc: int | None = None
     # the instruction's name, set once here: the optimizer asks for it often
     # (a cached_property's first use takes a lock, per instruction)
     name: str = field(init=False, repr=False, compare=False)
@@ -35,7 +61,8 @@ class TraceOp:
 _NAMES = tuple(ins.name for ins in isa.INSTRUCTIONS)
 # opcodes that neither branch nor go back: a trace takes them as they are
 _STRAIGHT = frozenset(op for op, ins in enumerate(isa.INSTRUCTIONS)
-                      if ins.flow not in (Flow.BRANCH, Flow.BACKEDGE, Flow.BACKEDGE_BRANCH))
+                      if ins.flow not in (Flow.BRANCH, Flow.BACKEDGE, Flow.BACKEDGE_BRANCH,
+                                          Flow.CALL, Flow.RETURN))
 
 
 @record
@@ -59,13 +86,15 @@ class Decline(Exception):
 
 def from_recording(code: list[tuple[int, int]], rec: list[int], stop_pc: int,
                    stop_op: int | None = None, max_ops: int | None = None,
-                   traced: frozenset = frozenset()) -> Trace:
+                   traced: frozenset = frozenset(), returns: dict | None = None) -> Trace:
     """code: the program's (op, arg); stop_op: the opcode now at stop_pc, which
     is ENTER_JIT when the path ran into another trace.  An inner loop whose
     header is already in the trace becomes a back-edge inside it; its further
     recorded iterations are skipped.  traced: pcs where a trace starts; a
     back-edge the recording took to one ends this trace there (a side trace
-    going back into its loop's trace)."""
+    going back into its loop's trace).  returns: each RETURN's pc -> every
+    return point its function has (return_points), which a return from a
+    frame the trace did not make is dispatched on (else guarded)."""
     if not rec:
         raise Decline(f"the loop starts with {isa.INSTRUCTIONS[code[stop_pc][0]].name}, "
                       "which has no stencil")
@@ -73,22 +102,80 @@ def from_recording(code: list[tuple[int, int]], rec: list[int], stop_pc: int,
         raise Decline("the loop already has a trace")
     start = rec[0]
     trace = Trace(start)
-    seen: set[int] = set()
+    seen: set[int] = set()           # the start frame's pcs so far
     memo: dict = {}                  # _past_loop's copy of the recording as bytes
     i, n, ops = 0, len(rec), trace.ops
+    frame, frames, calls = 0, 0, []  # the frame now, the last one numbered, the open calls
     while i < n:
         if max_ops is not None and len(ops) > max_ops:
+            if frames:               # the calls made it long: up to here, as without them
+                return _ends(trace, rec[i], f"longer than {max_ops} instructions with its calls")
             raise Decline(f"longer than {max_ops} instructions")
         pc = rec[i]
         op, arg = code[pc]
-        seen.add(pc)
+        if not frame:
+            seen.add(pc)
         if op in _STRAIGHT:          # most instructions: no jump to follow
-            ops.append(TraceOp(pc, op, arg, _NAMES[op]))
+            ops.append(TraceOp(pc, op, arg, _NAMES[op], frame=frame))
             i += 1
             continue
         nxt = rec[i + 1] if i + 1 < n else stop_pc
         ins = isa.INSTRUCTIONS[op]
+        if ins.flow is Flow.CALL:
+            if len(calls) >= MAX_INLINE:
+                return _ends(trace, pc, f"calls nested more than {MAX_INLINE} deep")
+            ops.append(TraceOp(pc, op, arg, ins.name, frame=frame, ret_pc=pc + 1))
+            calls.append(frame)
+            frames += 1
+            frame = frames
+        elif ins.flow is Flow.RETURN:
+            if calls:                # the trace made this frame: it returns to the CALL's
+                ops.append(TraceOp(pc, op, arg, ins.name, frame=frame, ret_pc=_return_point(ops)))
+                frame = calls.pop()
+            else:                    # to a caller's frame: where the recording returned, guarded
+                if not frame and _is_loop_header(code, start):
+                    # the recording left its loop by returning: as by a back-edge
+                    # elsewhere, worth recording again (a closed trace)
+                    return _ends(trace, pc, "the recording left the loop by returning",
+                                 retry=True)
+                others = _other_returns(returns, pc, nxt)
+                frames += 1
+                if others is None:   # too many callers, or not known: guarded
+                    ops.append(TraceOp(pc, op, arg, f"{ins.name}:guard", frame=frame,
+                                       ret_pc=nxt))
+                else:
+                    # the frame's return point is one of its function's: the
+                    # others leave (side exits there, in the caller's frame)
+                    ops.append(TraceOp(pc, op, arg, f"{ins.name}:out", frame=frame, ret_pc=nxt))
+                    ops += [TraceOp(pc, op, arg, f"{ins.name}:to", r, frame=frames,
+                                    synthetic=True, ret_pc=r) for r in others]
+                frame = frames
+        if ins.flow in (Flow.CALL, Flow.RETURN):
+            i += 1
+            if nxt == start and i == n:
+                # a call (recursion) or a return back to the start, in another
+                # frame: an exit there, which jumps in again once linked
+                return _ends(trace, start, f"{ins.name} back to its start")
+            continue
         disp = isa.jump_disp(ins, arg)
+        if ins.flow in (Flow.BACKEDGE, Flow.BACKEDGE_BRANCH) and nxt == pc + disp and (
+                frame or (pc + disp != start and pc + disp in seen
+                          and _calls_in(code, pc + disp, pc))):
+            # a loop in another frame than the start's, or an inner loop that
+            # calls (its recorded iterations are not skipped by pc range): the
+            # trace ends at its back-edge, which the interpreter runs, counting
+            # the header towards a trace of the loop's own (an exit to the
+            # header would not count it), or, when the loop has a trace, it
+            # jumps into that
+            why = "a loop in a called function" if frame else "an inner loop that calls"
+            if pc + disp in traced:
+                trace.ops.append(TraceOp(pc, op, arg, f"{ins.name}:taken",
+                                         pc + 1 if ins.flow is Flow.BACKEDGE_BRANCH else None,
+                                         frame=frame))
+                return _ends(trace, pc + disp, why)
+            if i == 0:
+                raise Decline("the path left the loop at once", retry=True)
+            return _ends(trace, pc, why)
         if ins.flow in (Flow.BACKEDGE, Flow.BACKEDGE_BRANCH):
             target = pc + disp
             if nxt == target == start and i == len(rec) - 1:
@@ -122,10 +209,12 @@ def from_recording(code: list[tuple[int, int]], rec: list[int], stop_pc: int,
             return _ends(trace, pc, "a back-edge to another loop", retry=True)
         taken = nxt == pc + disp     # a forward branch (the rest are _STRAIGHT)
         ops.append(TraceOp(pc, op, arg, f"{ins.name}:{'taken' if taken else 'fallthrough'}",
-                           pc + 1 if taken else pc + disp))
+                           pc + 1 if taken else pc + disp, frame=frame))
         i += 1
     if stop_op is not None and stop_op >= isa.NUM_OPCODES:
         why = f"runs into the trace at pc {stop_pc}"
+    elif stop_pc == start:           # (it left the start frame: a call or return got there)
+        why = "back at its start in another frame"
     else:
         why = f"{isa.INSTRUCTIONS[code[stop_pc][0]].name} has no stencil"
     return _ends(trace, stop_pc, why)
@@ -145,10 +234,10 @@ def add_blocks(trace: Trace, code, max_ops: int | None = None) -> int:
     Returns the number of blocks added."""
     if not trace.closed:
         return 0
-    in_trace = {t.pc for t in trace.ops}
+    in_trace = {t.pc for t in trace.ops if not t.frame}    # (the labels: trace.py's docstring)
     added = 0
     for t in list(trace.ops):
-        if t.exit_pc is None or t.exit_pc in in_trace or t.loop_pc is not None \
+        if t.frame or t.exit_pc is None or t.exit_pc in in_trace or t.loop_pc is not None \
                 or t.exit_pc <= t.pc or isa.INSTRUCTIONS[t.op].flow is not Flow.BRANCH:
             continue
         block = _block(code, t.exit_pc, in_trace)
@@ -256,6 +345,65 @@ def _walk(rec, i: int, first: int, last: int) -> int:
     while i < len(rec) and first <= rec[i] <= last:
         i += 1
     return i
+
+
+MAX_RETURNS = 8     # return points a return from an unknown frame compares with (RETURN:to)
+
+
+def return_points(code, entries) -> dict:
+    """Each RETURN's pc -> the return points of its function (the pc after
+    each CALL of it), sorted; entries: each function's entry pc, by index.
+    A frame of a function is made by a CALL of it and nothing else, so its
+    return goes to one of these."""
+    order = sorted(range(len(entries)), key=lambda f: entries[f])
+    starts = [entries[f] for f in order]
+    points: dict[int, list[int]] = {f: [] for f in range(len(entries))}
+    for pc, (op, arg) in enumerate(code):
+        if isa.INSTRUCTIONS[op].flow is Flow.CALL and 0 <= arg < len(entries):
+            points[arg].append(pc + 1)
+    out = {}
+    for pc, (op, _) in enumerate(code):
+        if isa.INSTRUCTIONS[op].flow is Flow.RETURN:
+            k = bisect_right(starts, pc) - 1
+            if k >= 0:
+                out[pc] = tuple(points[order[k]])
+    return out
+
+
+def _other_returns(returns: dict | None, pc: int, recorded: int) -> tuple | None:
+    """The return points RETURN:to compares with besides the recorded one,
+    or None (guard instead): unknown, the recorded one not among them, or
+    more than MAX_RETURNS others."""
+    points = None if returns is None else returns.get(pc)
+    if points is None or recorded not in points or len(points) - 1 > MAX_RETURNS:
+        return None
+    return tuple(r for r in points if r != recorded)
+
+
+def _is_loop_header(code, pc: int) -> bool:
+    """Some back-edge jumps to pc."""
+    for at, (op, arg) in enumerate(code):
+        ins = isa.INSTRUCTIONS[op]
+        if isa.is_backedge(ins) and at + isa.jump_disp(ins, arg) == pc:
+            return True
+    return False
+
+
+def _calls_in(code, first: int, last: int) -> bool:
+    return any(isa.INSTRUCTIONS[code[pc][0]].flow is Flow.CALL for pc in range(first, last + 1))
+
+
+def _return_point(ops: list[TraceOp]) -> int:
+    """The return point of the innermost call still open at the end of ops."""
+    depth = 0
+    for t in reversed(ops):
+        if t.name == "RETURN" and not t.synthetic:
+            depth += 1
+        elif t.name == "CALL":
+            if not depth:
+                return t.ret_pc
+            depth -= 1
+    raise AssertionError("a RETURN matched to no CALL")
 
 
 def _ends(trace: Trace, pc: int, why: str, retry: bool = False) -> Trace:
