@@ -129,3 +129,18 @@ def test_nothing_is_compiled_before_the_run_pays_for_the_jit():
     assert traces and share > 0.5, report
     assert "payback: nothing compiled before the run had spent 1 ms" in report
     assert "never started" not in report
+
+
+def test_the_wait_follows_the_last_run_of_the_program():
+    """policy.remembered_wait: a last run too short for the JIT to pay (under
+    three waits) makes this one wait past half as long again as it ran; a
+    long one (over four waits) starts the JIT at once; unknown, between, or
+    no wait asked: the wait as asked."""
+    from shimlab.jit.policy import remembered_wait
+    ms = 1_000_000
+    assert remembered_wait(None, 10 * ms) == 10 * ms
+    assert remembered_wait(2 * ms, 10 * ms) == 10 * ms           # never less than asked
+    assert remembered_wait(22 * ms, 10 * ms) == 33 * ms
+    assert remembered_wait(35 * ms, 10 * ms) == 10 * ms
+    assert remembered_wait(41 * ms, 10 * ms) == 0
+    assert remembered_wait(5000 * ms, 0) == 0                     # --jit-threshold: no wait

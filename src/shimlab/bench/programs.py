@@ -292,7 +292,8 @@ def corpus_main(args, cc: str) -> int:
           "in the interpreter), its trace cache off: every process records, optimizes and "
           "lays out every trace" + ("; tc, trace cache: with it on, each process after the "
                                     "first installs the last one's traces when its JIT starts, "
-                                    "from the plans kept)"
+                                    "from the plans kept, and waits as long as the last "
+                                    "one's length suggests)"
                                     if getattr(args, "trace_cache", False) else ")"))
     print(f"\nresults: {results.path}")
     return 1 if outcome.failures else 0

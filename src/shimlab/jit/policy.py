@@ -41,3 +41,23 @@ def payback_countdown(counted: int, in_ns: int, left_ns: int, threshold: int) ->
     if in_ns <= 0:
         return threshold
     return max(threshold, min(NEVER, counted * left_ns // in_ns))
+
+
+def remembered_wait(last_ns: int | None, wait_ns: int) -> int:
+    """The payback wait for a run whose last run of the same program spent
+    last_ns in the VM (None: unknown).  The wait is ski rental, and the last
+    run is the best guess at this one: one that ended before three waits
+    (the wait, the JIT's start, about the same again, and the traces to
+    win it back) was too short for the JIT to pay, so this one waits past
+    half as long again as it ran (the same run ends first, at the
+    interpreter's cost); one over four waits long starts the JIT at its
+    first hot loop, since the wait would only delay the traces.  A run whose
+    input makes it longer or shorter than the last loses at most the wait
+    or the JIT's start."""
+    if last_ns is None or wait_ns <= 0:
+        return wait_ns
+    if last_ns < 3 * wait_ns:
+        return max(wait_ns, last_ns * 3 // 2)
+    if last_ns > 4 * wait_ns:
+        return 0
+    return wait_ns

@@ -84,12 +84,16 @@ def report(jit, counts=None) -> str:
     if s.start_ns:
         lines.append(f"  the JIT's start (stencils loaded before the first trace): "
                      f"{s.start_ns / 1e6:.1f} ms")
+    last = jit.history.last_ns if jit.history is not None else None
+    why = "" if last is None else f", as the last run of it ({last / 1e6:.1f} ms in the VM) suggests"
     if jit.payback_ns:
         lines.append(f"  payback: nothing compiled before the run had spent "
-                     f"{jit.payback_ns / 1e6:g} ms in the interpreter "
+                     f"{round(jit.payback_ns / 1e6, 1):g} ms in the interpreter{why} "
                      f"({jit.payback_waits} recording(s) dropped"
                      + ("" if jit.ready else "; the run ended first, the JIT never started")
                      + "; --jit-threshold N compiles from the N-th arrival)")
+    elif jit.payback_asked_ns:
+        lines.append(f"  payback: no wait{why}")
     cache = jit.trace_cache
     if cache is not None:
         lines.append(f"  trace cache ({jit.trace_cache_setting}): {cache.hits} of "

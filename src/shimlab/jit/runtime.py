@@ -14,7 +14,7 @@ from ..abi.vmh import ffi
 from ..errors import JitError, ShimlabError
 from ..interp.loader import TABLE_SLOTS, handler_addresses
 from .defaults import DEFAULT_THRESHOLD, LEVELS, trace_cache_setting
-from .policy import initial_counters, payback_countdown, records_nothing
+from .policy import initial_counters, payback_countdown, records_nothing, remembered_wait
 
 # What makes, places and reports traces (install, memory, report, trace) is
 # imported when the JIT first needs it: a run whose loops never get hot, or
@@ -154,8 +154,18 @@ class Jit:
         self._replay_done = False         # its replay list installed (_replay)
         if payback_ms < 0:
             raise JitError("the JIT's payback time cannot be negative")
-        self.payback_ns = int(payback_ms * 1e6)
+        self.payback_ns = self.payback_asked_ns = int(payback_ms * 1e6)
+        # with the trace cache, `shimlab run`'s wait as the last run of this
+        # program suggests (run_history.py, policy.remembered_wait)
+        self.history = None
+        if self.payback_ns and self.trace_cache_setting != "off":
+            from .run_history import RunHistory
+            build = loaded.build
+            self.history = RunHistory((self.mode, opt, build.cache, bool(build.count),
+                                       int(vm.tape_len)), self.code, loaded.program.consts)
+            self.payback_ns = remembered_wait(self.history.last_ns, self.payback_ns)
         self._run_t0 = time.thread_time_ns()      # (prepared() sets it again)
+        self._ran_ns = 0                          # the last run's, JIT included (check())
         self._waits: dict[int, tuple[int, int]] = {}    # pc: (when, countdown) of its last wait
         # recordings dropped so (--stats; counted here, as JitStats is made only when needed)
         self.payback_waits = 0
@@ -428,6 +438,7 @@ class Jit:
 
     # -- after a run -------------------------------------------------------------
     def check(self) -> None:
+        self._ran_ns = time.thread_time_ns() - self._run_t0
         if self.error is not None:
             e, self.error = self.error, None
             if isinstance(e, ShimlabError):
@@ -443,5 +454,7 @@ class Jit:
     def close(self) -> None:
         if self._memory is not None:
             self._memory.release()
+        if self.history is not None and self.error is None:
+            self.history.save(self._ran_ns)
         if self.trace_cache is not None:
             self.trace_cache.save()
