@@ -61,6 +61,18 @@ def settled(*stamps: tuple) -> bool:
     return time.time_ns() - newest > SETTLED_NS
 
 
+def keep_sealed(path: Path, tag: bytes, value, keep: int) -> bool:
+    """write_sealed, best effort (False: a build directory that cannot be
+    written, or a value marshal cannot write, keeps nothing), then the
+    folder pruned to its `keep` latest files."""
+    try:
+        write_sealed(path, tag, value)
+    except (OSError, ValueError):
+        return False
+    prune(path.parent, keep)
+    return True
+
+
 def prune(where: Path, keep: int) -> None:
     """Keeps the `keep` most recently written .bin files of a cache folder."""
     files = list(where.glob("*.bin"))

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from ..bytecode import Function, Program, SourcePositions
-from ..cachefile import prune, read_sealed, settled, stamp, write_sealed
+from ..cachefile import keep_sealed, read_sealed, settled, stamp
 from ..digest import blake2b, sha1
 from ..paths import SRC, build_root
 
@@ -77,11 +77,7 @@ class Entry:
         """Best effort: an unwritable build directory keeps nothing."""
         if self.key is None or len(program.code) > MAX_INSTRUCTIONS:
             return
-        try:
-            write_sealed(self.path, FORMAT, (self.key, _data(program)))
-            prune(self.path.parent, MAX_FILES)
-        except (OSError, ValueError):
-            pass
+        keep_sealed(self.path, FORMAT, (self.key, _data(program)), MAX_FILES)
 
 
 def _data(p: Program) -> tuple:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..cachefile import prune, read_sealed, write_sealed
+from ..cachefile import keep_sealed, read_sealed
 from ..digest import sha1
 from ..paths import build_root
 
@@ -43,8 +43,4 @@ class RunHistory:
         last = self.last_ns
         if ran_ns <= 0 or (last is not None and abs(ran_ns - last) * 4 <= last):
             return
-        try:
-            write_sealed(self.path, FORMAT, (self.key, int(ran_ns)))
-            prune(self.path.parent, MAX_FILES)
-        except (OSError, ValueError):
-            pass
+        keep_sealed(self.path, FORMAT, (self.key, int(ran_ns)), MAX_FILES)

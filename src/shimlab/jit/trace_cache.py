@@ -27,7 +27,7 @@ from functools import lru_cache
 from operator import attrgetter
 from pathlib import Path
 
-from ..cachefile import prune, read_sealed, write_sealed
+from ..cachefile import keep_sealed, read_sealed
 from ..digest import blake2b, sha1
 from ..paths import SRC, build_root
 from .trace import Trace, TraceOp
@@ -164,12 +164,8 @@ class TraceCache:
         if not self.new and (not self.installed or self.installed == self.replay):
             return
         replay = self.installed or self.replay
-        try:
-            write_sealed(self.path, FORMAT, (self.key, self.plans, replay))
+        if keep_sealed(self.path, FORMAT, (self.key, self.plans, replay), MAX_FILES):
             self.new = 0
-            prune(self.path.parent, MAX_FILES)
-        except OSError:
-            pass
 
 
 def clear() -> int:
