@@ -10,12 +10,14 @@ from ..errors import JitError
 DEFAULT_THRESHOLD = 64
 # `shimlab run` without --jit-threshold: no recording is compiled until the
 # run has spent this much CPU time in the interpreter, about what the JIT's
-# start and its first traces cost (loading the stencils and the compiler:
-# 5.6-6.0 ms of thread CPU in --stats on mandel.bf and mandel_bits.bf, Zen 4,
-# December 2026, 8-11 ms before start-up was trimmed; then ~0.3-0.6 ms a
-# trace).  A run that ends before then pays nothing for the JIT; one that
-# goes on has lost at most what it would have paid (runtime.Jit.
-# _wait_for_payback; issue 24).
+# start and its first traces cost (importing and loading the compiler and
+# the stencils: 8.4-13.3 ms of thread CPU in --stats on mandel.bf and
+# mandel_bits.bf, Zen 4, December 7, 2026, since the start also imports
+# what makes and places traces, ~3 ms a run whose JIT never starts no
+# longer pays; then ~0.3-0.6 ms a trace).  A run that ends before then pays
+# nothing for the JIT; one that goes on has lost at most what it would have
+# paid (runtime.Jit._wait_for_payback; issue 24).  With the trace cache on,
+# the wait follows the last run's length (policy.remembered_wait).
 PAYBACK_MS = 10
 # the trace optimizer's levels (jit/optimize.py says what each does)
 LEVELS = (0, 1, 2, 3)
