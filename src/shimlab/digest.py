@@ -15,4 +15,10 @@ try:
 except ImportError:             # another Python (3.12 has _sha2): OpenSSL's
     from hashlib import blake2b, sha1, sha256
 
-__all__ = ["blake2b", "sha1", "sha256"]
+__all__ = ["blake2b", "sha1", "sha256", "program_digest"]
+
+
+def program_digest(code, consts) -> str:
+    """A program's bytecode and constants, as the JIT's caches key it (its
+    trace plans, its last run's length): the SHA-1 of their text."""
+    return sha1(repr((list(code), list(consts))).encode()).hexdigest()

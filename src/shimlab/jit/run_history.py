@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ..cachefile import keep_sealed, read_sealed
-from ..digest import sha1
+from ..digest import program_digest, sha1
 from ..paths import build_root
 
 FORMAT = b"SLRH1" + bytes(sys.version_info[:2])
@@ -24,10 +24,11 @@ def folder() -> Path:
 
 class RunHistory:
     """options: plain values that change how long a run takes (the mode,
-    the optimizer's level, K, a count build); code, consts: the program."""
+    the optimizer's level, K, a count build); code, consts: the program
+    (program: its digest.program_digest, when already made)."""
 
-    def __init__(self, options: tuple, code, consts):
-        self.key = (options, sha1(repr((list(code), list(consts))).encode()).hexdigest())
+    def __init__(self, options: tuple, code, consts, program: str | None = None):
+        self.key = (options, program or program_digest(code, consts))
         self.path = folder() / (sha1(repr(self.key).encode()).hexdigest()[:24] + ".bin")
         self.last_ns = self._read()
 

@@ -5,6 +5,7 @@ trace goes is install.py's; what --stats prints is report.py's."""
 from __future__ import annotations
 
 import time
+from functools import cached_property
 from array import array
 
 from .. import isa, modes
@@ -162,7 +163,8 @@ class Jit:
             from .run_history import RunHistory
             build = loaded.build
             self.history = RunHistory((self.mode, opt, build.cache, bool(build.count),
-                                       int(vm.tape_len)), self.code, loaded.program.consts)
+                                       int(vm.tape_len)), self.code, loaded.program.consts,
+                                      self.program_digest)
             self.payback_ns = remembered_wait(self.history.last_ns, self.payback_ns)
         self._run_t0 = time.thread_time_ns()      # (prepared() sets it again)
         self._ran_ns = 0                          # the last run's, JIT included (check())
@@ -194,6 +196,12 @@ class Jit:
             self._installer = Installer(self, self.memory, self.stats, **self._installer_args)
         return self._installer
 
+    @cached_property
+    def program_digest(self) -> str:
+        """The key both caches file this program under (hashed once)."""
+        from ..digest import program_digest
+        return program_digest(self.code, self.loaded.program.consts)
+
     def _ready(self) -> None:
         """The stencils loaded (or built) and the exit slots' size worked
         out, once, before the first trace: so a trace's compile time is its
@@ -203,7 +211,7 @@ class Jit:
             return
         t0 = time.thread_time_ns()
         from .trace import return_points
-        self.returns = return_points(self.code, [fn.entry for fn in self.loaded.program.functions])
+        self.returns = return_points(self.code, sorted(self.entries))
         store = _stencil_store()
         store.load(self.state, self.source, self.loaded.build.compiler.name)
         if modes.get(self.mode).trace_order:
@@ -268,7 +276,8 @@ class Jit:
                    tuple(sorted(self.state.items())), digests, tuple(self.funcs))
         try:
             return trace_cache.TraceCache(options, self.code, self.loaded.program.consts,
-                                          verify=setting == "verify")
+                                          verify=setting == "verify",
+                                          program=self.program_digest)
         except (ValueError, OSError):      # (a key marshal cannot write): compile as without
             return None
 

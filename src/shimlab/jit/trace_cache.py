@@ -28,7 +28,7 @@ from operator import attrgetter
 from pathlib import Path
 
 from ..cachefile import keep_sealed, read_sealed
-from ..digest import blake2b, sha1
+from ..digest import blake2b, program_digest, sha1
 from ..paths import SRC, build_root
 from .trace import Trace, TraceOp
 
@@ -82,9 +82,10 @@ class TraceCache:
     """The plans of one program under one key (options: a tuple of plain
     values that decides every layout, the stencils' digests among them)."""
 
-    def __init__(self, options: tuple, code, consts, verify: bool = False):
-        self.key = (code_digest(), options,
-                    sha1(repr((list(code), list(consts))).encode()).hexdigest())
+    def __init__(self, options: tuple, code, consts, verify: bool = False,
+                 program: str | None = None):
+        """program: digest.program_digest(code, consts), when already made."""
+        self.key = (code_digest(), options, program or program_digest(code, consts))
         self.path = folder() / (sha1(repr(self.key).encode()).hexdigest()[:24] + ".bin")
         self.verify = verify
         self.plans, self.replay = self._read()
