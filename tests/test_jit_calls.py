@@ -171,6 +171,14 @@ def test_recursion_depth_overflow_in_a_trace_is_the_oracles(n):
             depth += name == "CALL"
             depth -= stencil == "RETURN"
             assert depth <= jtrace.MAX_INLINE, report
+    # (the full matrix of K and thresholds: test_recursion_depth_overflow_at_every_k)
+    differential.check(differential.Case("minipy", textwrap.dedent(
+        RECURSE.replace("N", str(n)))), differential.configs(ks=(3,), thresholds=(1,)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [20_000, 9_999, 9_998])
+def test_recursion_depth_overflow_at_every_k(n):
     differential.check(differential.Case("minipy", textwrap.dedent(
         RECURSE.replace("N", str(n)))), differential.configs(ks=(1, 3, 5), thresholds=(1, 7)))
 
@@ -254,17 +262,29 @@ RECURSIVE = """\
         return z
 
 
-    print(fib(15))
-    print(tak(9, 6, 3))
+    print(fib(11))
+    print(tak(7, 4, 2))
 """
 
 
-@pytest.mark.parametrize("src", [NESTED, SIDE_EXIT_IN_CALLEE, OTHER_CALLER, RECURSIVE],
-                         ids=["nested", "side-exit-in-callee", "other-caller", "recursive"])
+CALL_PROGRAMS = [NESTED, SIDE_EXIT_IN_CALLEE, OTHER_CALLER, RECURSIVE]
+CALL_IDS = ["nested", "side-exit-in-callee", "other-caller", "recursive"]
+
+
+@pytest.mark.parametrize("src", CALL_PROGRAMS, ids=CALL_IDS)
 def test_calls_in_traces_in_every_mode_level_and_k(src):
-    """Every mode at every optimizer level and K 0, 1, 3, 5, thresholds 1 and
-    7, traces replayed: a side exit inside a callee leaves the interpreter
-    the callee's frame (ip, sp, fp, depth, frames, the K cached values)."""
+    """Every mode at every optimizer level, K 0 and 3, thresholds 1 and 7,
+    traces replayed: a side exit inside a callee leaves the interpreter the
+    callee's frame (ip, sp, fp, depth, frames, the K cached values).  One K
+    above 0 is enough to hold the flush at calls and returns to the oracle;
+    the slow twin adds K 1 and 5."""
+    differential.check(differential.Case("minipy", textwrap.dedent(src)),
+                       differential.configs(ks=(3,), thresholds=(1, 7)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("src", CALL_PROGRAMS, ids=CALL_IDS)
+def test_calls_in_traces_at_every_k(src):
     differential.check(differential.Case("minipy", textwrap.dedent(src)),
                        differential.configs(ks=(1, 3, 5), thresholds=(1, 7)))
 
