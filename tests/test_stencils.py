@@ -262,9 +262,10 @@ def _rewrite_prepared(path, change):
 
 
 def _with_add_code(parts, code):
-    digest, hash_, names, codes, *rest = parts
-    codes = tuple(code if n == "ADD" else c for n, c in zip(names, codes))
-    return (digest, hash_, names, codes, *rest)
+    import marshal
+    digest, hash_, blobs, kept = parts
+    _, *fields = marshal.loads(blobs["ADD"])
+    return (digest, hash_, {**blobs, "ADD": marshal.dumps((code, *fields))}, kept)
 
 
 def test_prepared_form_is_written_and_read_as_the_artifact_says(build_dir):

@@ -202,6 +202,30 @@ def test_an_edit_to_the_compiler_or_the_stencils_makes_every_plan_stale(monkeypa
     assert again[0][3] != runs[0][3]
 
 
+@pytest.mark.parametrize("settled", [True, False], ids=["stamps", "bytes"])
+def test_the_code_key_changes_with_any_module_that_decides_a_plan(tmp_path, monkeypatch,
+                                                                    settled):
+    """code_digest: the modules' stat stamps while all are settled (no file
+    read), their bytes hashed otherwise; an edit to any one changes it."""
+    import shutil
+    from shimlab import cachefile
+    for rel in trace_cache._SOURCES:
+        (tmp_path / "shimlab" / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(trace_cache.SRC / "shimlab" / rel, tmp_path / "shimlab" / rel)
+    monkeypatch.setattr(trace_cache, "SRC", tmp_path)
+    monkeypatch.setattr(cachefile, "SETTLED_NS", -10**12 if settled else 10**15)
+    keys = []
+    for rel in (None, *trace_cache._SOURCES):
+        if rel:
+            with open(tmp_path / "shimlab" / rel, "a") as f:
+                f.write("# edited\n")
+        trace_cache.code_digest.cache_clear()
+        keys.append(trace_cache.code_digest())
+    trace_cache.code_digest.cache_clear()
+    assert isinstance(keys[0], tuple if settled else str)
+    assert len(set(keys)) == len(keys)
+
+
 def test_a_plan_held_under_another_traces_key_is_not_used(plans_folder):
     """Each plan holds its trace's key whole: a plan filed under another
     trace's hash (swapped by hand here) is not used, and the run is right."""

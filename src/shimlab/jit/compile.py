@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import struct
+from collections.abc import Mapping
 from bisect import bisect_left, bisect_right
 from functools import lru_cache
 
@@ -143,7 +144,7 @@ def _stubs(mode: modes.Mode) -> set[str]:
             "opt:hot-exit:trampoline", "opt:hot-exit:trampoline:count"}
 
 
-def load_stencils(ctx: Context) -> dict:
+def load_stencils(ctx: Context) -> Mapping:
     """The stencils a trace of ctx's mode is made of: the interpreter's order's,
     or, for a mode whose traces run in another order (jit-trampoline), that
     order's, with the crossing stubs of the interpreter's."""
@@ -153,10 +154,10 @@ def load_stencils(ctx: Context) -> dict:
     if ctx.source != "peachpy":
         raise CompileError(f"{ctx.mode}: its traces run in another register order than the "
                            f"interpreter's, which {ctx.source}-built stencils cannot; use peachpy")
-    st = dict(stencil_store.load(contract.trace_state(ctx.state, mode.trace_order)))
     stubs, names = stencil_store.load(ctx.state), _stubs(mode)
-    st.update({n: s for n, s in stubs.items() if re.sub(r":k\d+(:keep)?$", "", n) in names})
-    return st
+    return stencil_store.overlay(
+        stencil_store.load(contract.trace_state(ctx.state, mode.trace_order)),
+        {n: stubs[n] for n in stubs if re.sub(r":k\d+(:keep)?$", "", n) in names})
 
 
 def _exit_parts(ctx: Context, ex: Exit, far: bool = False, linked: bool = False) -> tuple:

@@ -10,7 +10,9 @@ like a built stencil.  This is how a notebook tries a stencil out."""
 from __future__ import annotations
 
 import json
+import marshal
 import sys
+from collections.abc import Mapping
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
@@ -33,16 +35,16 @@ def artifact_path(state: dict | None = None) -> Path:
 SOURCES = ("peachpy", "clang")
 
 
-def load(state: dict | None = None, source: str = "peachpy", cc: str | None = None) -> dict:
+def load(state: dict | None = None, source: str = "peachpy", cc: str | None = None) -> Mapping:
     """name -> shimlab.stencil.Stencil (with .disassembly), current with its
     sources, written against the register assignment `state` (default: the
     static contract; contract.state_of(cc) for a compiler's own): the
     standard stencils, the prototypes that built (problems() has the others)
     and those registered at run time.  With source "clang" the instruction
     stencils are compiled from C by `cc` (jit/clang_stencils.py) and the exits
-    and counters stay PeachPy's.  The peachpy dict is shared (one merge while
-    nothing in it changes: every trace's compile asks for it): copy it
-    before changing it."""
+    and counters stay PeachPy's.  A read-only mapping, shared (every trace's
+    compile asks for it), whose stencils are made as they are first looked
+    up: dict() of it for a copy (which makes them all)."""
     items = _items(state)
     peachpy = _merged(items)
     if source == "peachpy":
@@ -50,7 +52,7 @@ def load(state: dict | None = None, source: str = "peachpy", cc: str | None = No
     if source != "clang":
         raise StencilError(f"unknown stencil source {source!r} (choose from {', '.join(SOURCES)})")
     from . import clang_stencils     # compiler-built stencils: imported when asked for
-    return {**peachpy, **clang_stencils.load(cc)}
+    return overlay(peachpy, clang_stencils.load(cc))
 
 
 def _items(state: dict | None) -> tuple:
@@ -63,16 +65,77 @@ _extra: dict = {}
 _MERGED: dict = {}
 
 
-def _merged(items: tuple) -> dict:
-    """The standard stencils, the prototypes and the registered ones in one
-    dict, merged again only when one of them changed (a merge touches all
-    ~600 names, in the cold caches a trace's compile runs in)."""
+def _merged(items: tuple) -> Mapping:
+    """The standard stencils, the prototypes and the registered ones as one
+    mapping, made again only when one of them changed."""
     parts = (_load(items), _prototypes(items).stencils)
     extra = tuple(_extra.items())
     hit = _MERGED.get(items)
     if hit is None or hit[0][0] is not parts[0] or hit[0][1] is not parts[1] or hit[1] != extra:
-        hit = _MERGED[items] = (parts, extra, {**parts[0], **parts[1], **_extra})
+        hit = _MERGED[items] = (parts, extra, overlay(parts[0], {**parts[1], **_extra}))
     return hit[2]
+
+
+class _Overlay(Mapping):
+    """`base` with the names of `top` added, as one mapping, base not copied
+    (a copy made all ~600 stencils of a lazy base).  Iterates as the dict
+    {**base, **top} would."""
+    __slots__ = ("_base", "_top")
+
+    def __init__(self, base: Mapping, top: dict):
+        self._base, self._top = base, top
+
+    def __getitem__(self, name):
+        s = self._top.get(name)
+        return self._base[name] if s is None else s
+
+    def __contains__(self, name) -> bool:
+        return name in self._top or name in self._base
+
+    def __iter__(self):
+        yield from self._base
+        yield from (n for n in self._top if n not in self._base)
+
+    def __len__(self) -> int:
+        return len(self._base) + sum(n not in self._base for n in self._top)
+
+
+def overlay(base: Mapping, top: dict) -> Mapping:
+    """name -> Stencil: those of `top`, and of `base` for every other name."""
+    return _Overlay(base, top) if top else base
+
+
+class _Prepared(Mapping):
+    """The standard stencils as the prepared form holds them, each made (a
+    Stencil) when first asked for: making all ~600 took 3-5 ms of the JIT's
+    start (Zen 3), where a program's traces use a few dozen."""
+    __slots__ = ("_blobs", "_made")
+
+    def __init__(self, blobs: dict):
+        self._blobs, self._made = blobs, {}      # name -> marshal data; name -> Stencil
+
+    def __getitem__(self, name):
+        s = self._made.get(name)
+        if s is None:
+            code, holes, doc, listing, flags = marshal.loads(self._blobs[name])
+            s = self._made[name] = Stencil(name, code, tuple(map(_hole, holes)), doc,
+                                           listing, flags)
+        return s
+
+    def __contains__(self, name) -> bool:
+        return name in self._blobs
+
+    def __iter__(self):
+        return iter(self._blobs)
+
+    def __len__(self) -> int:
+        return len(self._blobs)
+
+
+@lru_cache(maxsize=None)
+def _hole(fields: tuple) -> Hole:
+    """One (immutable) Hole for the same hole in many stencils."""
+    return Hole(*fields)
 
 
 @lru_cache(maxsize=None)
@@ -148,7 +211,7 @@ def registered() -> bool:
 # edited, is seen) and the inputs' hash, and whole (a CRC of its payload:
 # a damaged file is made again from the JSON, never read as stencils).
 
-_PREPARED_MAGIC = b"SLSTP2" + bytes(sys.version_info[:2])   # the format; marshal's Python
+_PREPARED_MAGIC = b"SLSTP3" + bytes(sys.version_info[:2])   # the format; marshal's Python
 
 
 def prepared_path(path: Path) -> Path:
@@ -179,8 +242,7 @@ def _from_prepared(path: Path, digest: bytes | None = None, want: str | None = N
     made for the inputs' hash `want`, or (given `stamp`) if it was stamped
     so; None when it is missing, stale or damaged."""
     try:
-        made_of, hash_, names, codes, holes, docs, listings, flags, kept = \
-            cachefile.read_sealed(prepared_path(path), _PREPARED_MAGIC)
+        made_of, hash_, blobs, kept = cachefile.read_sealed(prepared_path(path), _PREPARED_MAGIC)
     except (TypeError, ValueError):     # nothing there, or not these values
         return None
     if stamp is not None:
@@ -188,25 +250,22 @@ def _from_prepared(path: Path, digest: bytes | None = None, want: str | None = N
             return None
     elif made_of != digest or hash_ != want:
         return None
-    seen: dict = {}       # the same hole in many stencils: one (immutable) Hole
-    st = {name: Stencil(name, code, tuple([seen.get(h) or seen.setdefault(h, Hole(*h))
-                                           for h in hs]), doc, listing, flag)
-          for name, code, hs, doc, listing, flag in zip(names, codes, holes, docs, listings,
-                                                        flags)}
-    return st, made_of.hex(), kept
+    if not isinstance(blobs, dict):
+        return None
+    return _Prepared(blobs), made_of.hex(), kept
 
 
 def _write_prepared(path: Path, digest: bytes, want: str, st: dict,
                     stamp: tuple | None) -> None:
-    values = list(st.values())
     kept = stamp if stamp is not None and cachefile.settled(*(f[1:] for f in stamp[1:])) \
         else None
+    # each stencil's fields as marshal data of their own (_Prepared reads one
+    # when a trace first uses it), in the artifact's order
+    blobs = st._blobs if isinstance(st, _Prepared) else {
+        name: marshal.dumps((s.code, tuple((h.offset, h.width, h.kind) for h in s.holes),
+                             s.doc, s.disassembly, s.flags_in)) for name, s in st.items()}
     try:
-        cachefile.write_sealed(prepared_path(path), _PREPARED_MAGIC, (
-            digest, want, tuple(st), tuple(s.code for s in values),
-            tuple(tuple((h.offset, h.width, h.kind) for h in s.holes) for s in values),
-            tuple(s.doc for s in values), tuple(s.disassembly for s in values),
-            tuple(s.flags_in for s in values), kept))
+        cachefile.write_sealed(prepared_path(path), _PREPARED_MAGIC, (digest, want, blobs, kept))
     except OSError:
         pass            # a read-only build dir: the JSON again next time
 
@@ -307,7 +366,7 @@ def _clear() -> None:
 load.cache_clear = _clear     # forget loaded artifacts and prototypes (tests, an edited module)
 
 
-def standard(state: dict | None = None) -> dict:
+def standard(state: dict | None = None) -> Mapping:
     """The standard stencils only (peachpy_stencils/'s families), name -> Stencil."""
     return _load(_items(state))
 
