@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from conftest import EXAMPLES
+from shimlab import console
 
 HELLO = str(EXAMPLES / "bf" / "hello.bf")
 # never needed to run a program on an interpreter mode (of the JIT, its defaults alone)
@@ -192,3 +193,23 @@ def test_records_are_declared_with_record_only_where_a_run_needs_it():
     assert users, "no module uses shimlab.record: drop it and this test"
     assert not users - names, f"use dataclasses in {sorted(users - names)}: a run " \
                               "does not import them"
+
+
+def test_the_command_keeps_the_collector_off_its_start_up_and_importing_shimlab_does_not():
+    """shimlab.console (the `shimlab` command's entry point): its imports
+    with the collector off, then what they made frozen and young
+    collections 50,000 objects apart; a program importing shimlab (a
+    notebook, these tests) keeps its collector as it was."""
+    probe = ("import gc, sys\n"
+             "before = (gc.isenabled(), gc.get_threshold(), gc.get_freeze_count())\n"
+             "from shimlab import console\n"
+             "imported = (gc.isenabled(), gc.get_threshold(), gc.get_freeze_count())\n"
+             "assert imported == before, (before, imported)\n"
+             "code = console.main(['run', sys.argv[1], '--mode', 'tailcall'])\n"
+             "print(code, gc.isenabled(), gc.get_threshold()[0], gc.get_freeze_count())\n")
+    p = subprocess.run([sys.executable, "-c", probe, HELLO], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout.split()
+    assert out[-4:-1] == ["0", "True", str(console.YOUNG_THRESHOLD)], p.stdout
+    assert int(out[-1]) > 5_000, p.stdout       # what importing the CLI made, frozen

@@ -19,8 +19,10 @@ from .. import childpy
 from ..digest import sha256
 
 CPYTHON = "cpython"
-# what `run` does, as a user's command line starts it (the console script's body)
-_RUN = "import sys; from shimlab.cli import main; sys.exit(main())"
+# what `run` does, as a user's command line starts it (the console script's
+# body; a checkout from before shimlab.console has the CLI's own main as it)
+_RUN = ("import sys\ntry:\n from shimlab.console import main\n"
+        "except ModuleNotFoundError:\n from shimlab.cli import main\nsys.exit(main())")
 
 
 def command(job: dict) -> list[str]:

@@ -1,6 +1,8 @@
-"""`python -m shimlab.cli ...`, the same as the `shimlab` command."""
+"""`python -m shimlab.cli ...`, the same as the `shimlab` command (whose
+entry point is shimlab.console: here this package is imported already, so
+only what console.main does after the imports applies)."""
 import sys
 
-from . import main
+from ..console import main
 
 sys.exit(main())
