@@ -39,6 +39,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("shimlab.lua",),                  # real interpreters: Lua's sources, builds, timing
     ("shimlab.notebook", "shimlab.reproduce"),
     ("shimlab.cli",),
+    ("shimlab.console",),              # the command's entry point: the CLI, collector set
 ]
 PACKAGES = {"shimlab": ROOT / "src" / "shimlab", "peachpy_stencils": ROOT / "peachpy_stencils"}
 

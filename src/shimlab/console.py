@@ -1,5 +1,5 @@
-"""The `shimlab` command's entry point (and `python -m shimlab.cli`'s): the CLI
-with Python's cycle collector kept out of a short process's way.
+"""The `shimlab` command's entry point: the CLI with Python's cycle collector
+kept out of a short process's way.
 
 A process of the command imports ~100 modules and then, for a JIT run,
 loads stencils and makes traces: objects that live to its end, which the

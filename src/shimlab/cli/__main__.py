@@ -1,8 +1,6 @@
-"""`python -m shimlab.cli ...`, the same as the `shimlab` command (whose
-entry point is shimlab.console: here this package is imported already, so
-only what console.main does after the imports applies)."""
+"""`python -m shimlab.cli ...`, the same as the `shimlab` command."""
 import sys
 
-from ..console import main
+from . import main
 
 sys.exit(main())
