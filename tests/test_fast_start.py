@@ -213,3 +213,14 @@ def test_the_command_keeps_the_collector_off_its_start_up_and_importing_shimlab_
     out = p.stdout.split()
     assert out[-4:-1] == ["0", "True", str(console.YOUNG_THRESHOLD)], p.stdout
     assert int(out[-1]) > 5_000, p.stdout       # what importing the CLI made, frozen
+
+
+def test_a_lazy_pattern_compiles_once_on_first_use_and_acts_as_the_pattern():
+    import re
+    from shimlab.lazy_pattern import LazyPattern
+    p = LazyPattern(rb"[ \t]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
+    assert p._compiled is None                   # nothing compiled at import
+    assert p.match(b"# coding: latin-1").group(1) == b"latin-1"
+    first = p._compiled
+    assert first.flags & re.ASCII and p.search(b"x") is None and p._compiled is first
+    assert [m.group(1) for m in LazyPattern(r"(\d)").finditer("a1b2")] == ["1", "2"]

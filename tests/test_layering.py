@@ -19,9 +19,11 @@ from conftest import ROOT
 # Bottom first.  A module may import its own layer and the layers below it.
 LAYERS: list[tuple[str, ...]] = [
     ("shimlab", "shimlab.errors", "shimlab.paths", "shimlab.atomicfile", "shimlab.record",
-     "shimlab.fits", "shimlab.digest", "shimlab.cachefile"),   # shimlab: the package's
+     "shimlab.fits", "shimlab.digest", "shimlab.cachefile",
+     "shimlab.lazy_pattern"),   # shimlab: the package's
     # __init__; fits: lines and means without numpy; digest: SHA-1 and SHA-256 without
-    # OpenSSL; cachefile: sealed marshal files and stat stamps
+    # OpenSSL; cachefile: sealed marshal files and stat stamps; lazy_pattern: a regular
+    # expression compiled when first used
     # disasm: capstone, for every listing; elf: ELF files read; dispatch_sites: how
     # handlers dispatch, for dis --native and census alike
     ("shimlab.isa", "shimlab.disasm", "shimlab.elf", "shimlab.dispatch_sites"),

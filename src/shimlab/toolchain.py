@@ -30,6 +30,7 @@ from . import modes
 from .atomicfile import write_atomic
 from .digest import sha256
 from .errors import ToolchainError
+from .lazy_pattern import LazyPattern
 from .paths import build_root
 from .record import Frozen
 
@@ -125,7 +126,7 @@ _FAMILY_FLAGS = {
 _PROBE_VERSION = sha256(
     json.dumps([PROBES, _PROBE_FLAGS, _FAMILY_FLAGS], sort_keys=True).encode()).hexdigest()[:16]
 # Warnings that mean "this attribute did nothing", whatever the flags did.
-_IGNORED_RE = re.compile(r"unknown attribute|attribute (directive )?ignored|"
+_IGNORED_RE = LazyPattern(r"unknown attribute|attribute (directive )?ignored|"
                          r"attribute.*ignored|ignoring attribute", re.IGNORECASE)
 
 

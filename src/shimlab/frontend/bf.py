@@ -12,12 +12,12 @@ positions 8-byte offsets.
 """
 from __future__ import annotations
 
-import re
 from array import array
 
 from .. import isa
 from ..bytecode import Function, Program, SourcePositions
 from ..errors import FrontendError
+from ..lazy_pattern import LazyPattern
 
 COMMANDS = set("+-<>[].,")
 LEVELS = (0, 1, 2)
@@ -28,7 +28,7 @@ LEVELS_HELP = ("0 the plain folded instruction stream (dispatch studies), 1 cell
                "walk)")
 _NOT_CMD = r"[^-+<>\[\].,]*"
 # A run of + and - (or < and >) may have comments inside it; [-] and [+] too.
-_TOKEN = re.compile(rf"(?P<add>[-+](?:{_NOT_CMD}[-+])*)"
+_TOKEN = LazyPattern(rf"(?P<add>[-+](?:{_NOT_CMD}[-+])*)"
                     rf"|(?P<move>[<>](?:{_NOT_CMD}[<>])*)"
                     rf"|(?P<clear>\[{_NOT_CMD}[-+]{_NOT_CMD}\])"
                     r"|(?P<cmd>[\[\].,])")

@@ -10,15 +10,16 @@ import codecs
 import re
 
 from ..errors import FrontendError
+from ..lazy_pattern import LazyPattern
 
 # CPython's (Lib/tokenize.py, Parser/tokenizer.c): a comment line with
 # "coding:" or "coding=" and a name
 # (matched at a line's start with pos and endpos, so no ^ and no copy of the line)
-_DECLARATION = re.compile(rb"[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
-_BLANK_OR_COMMENT = re.compile(rb"[ \t\f]*(?:[#\r\n]|$)", re.ASCII)
+_DECLARATION = LazyPattern(rb"[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
+_BLANK_OR_COMMENT = LazyPattern(rb"[ \t\f]*(?:[#\r\n]|$)", re.ASCII)
 _BOM = codecs.BOM_UTF8
 # bytes no text file holds (tab, newlines and form feed aside)
-_CONTROL = re.compile(rb"[\x01-\x08\x0e-\x1f\x7f]")
+_CONTROL = LazyPattern(rb"[\x01-\x08\x0e-\x1f\x7f]")
 _TEXT_SAMPLE = 1 << 16
 
 
