@@ -10,7 +10,9 @@ import time
 from pathlib import Path
 
 HELLO = Path(__file__).resolve().parent.parent / "examples" / "bf" / "hello.bf"
-RUN = [sys.executable, "-m", "shimlab.cli", "run", str(HELLO), "--mode", "tailcall"]
+# as the `shimlab` command starts (its entry point, shimlab.console)
+RUN = [sys.executable, "-c", "import sys; from shimlab.console import main; sys.exit(main())",
+       "run", str(HELLO), "--mode", "tailcall"]
 BARE = [sys.executable, "-c", "pass"]
 
 
