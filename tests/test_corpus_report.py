@@ -1,0 +1,62 @@
+"""The corpus report's arithmetic on made-up samples: the whole-process
+ceiling splits a JIT's shortfall into the process start's and its own."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from shimlab.bench import corpus_report, harness
+from shimlab.bench.results import ResultFile, RunSamples
+from shimlab.corpus import Entry
+from shimlab.paths import ROOT
+
+
+def _results(tmp_path, times_ms: dict) -> tuple[ResultFile, list[harness.Config], list[Entry]]:
+    """One program, p.bf: the baseline and the JIT, steady and whole, at the
+    given medians (ms)."""
+    w = str(ROOT / "p.bf")
+    base = harness.Config("programs", w, "tailcall", "cc")
+    jit = harness.Config("programs", w, "jit-direct", "cc", jit_opt=3, bf_opt=1)
+    cfgs = [base, replace(base, whole=True), jit, replace(jit, whole=True)]
+    res = ResultFile(tmp_path / "r.json")
+    for c, ms in zip(cfgs, times_ms):
+        res.add(c.key, c.describe(), [RunSamples(cycles=[], ns=[int(ms * 1e6)] * 3)])
+    return res, cfgs, [Entry(ROOT / "p.bf", "hand", True, "")]
+
+
+def test_the_ceiling_is_the_whole_speedup_with_a_free_jit_start(tmp_path):
+    # the baseline: 200 ms whole, 100 in the VM; the JIT: 10 ms in the VM, 150 whole
+    res, cfgs, _ = _results(tmp_path, (100, 200, 10, 150))
+    ceil = corpus_report.ceilings(res, cfgs)
+    assert list(ceil) == [cfgs[3].key]
+    ceiling, first_run_ns = ceil[cfgs[3].key]
+    assert abs(ceiling - 200 / 110) < 1e-9
+    assert abs(first_run_ns - 40e6) < 1     # 150 - (100 outside the VM + 10 in it)
+
+
+def test_the_report_shows_the_ceiling_per_program_and_over_the_corpus(tmp_path):
+    res, cfgs, entries = _results(tmp_path, (100, 200, 10, 150))
+    lines = corpus_report.report(res, cfgs, entries)
+    text = "\n".join(lines)
+    row = next(ln for ln in text.splitlines() if ln.startswith("p.bf"))
+    assert row.split()[-2:] == ["1.82", "40"]
+    ceiling_rows = [ln for ln in text.splitlines() if " ceiling " in f" {ln} "
+                    and "jit-direct --jit-opt 3" in ln]
+    assert len(ceiling_rows) == 2           # the corpus and its mandelbrot-class subset
+    assert all("1.82" in ln for ln in ceiling_rows)
+
+
+def test_no_ceiling_without_the_steady_runs_it_needs(tmp_path):
+    res, cfgs, _ = _results(tmp_path, (100, 200, 10, 150))
+    assert corpus_report.ceilings(res, [c for c in cfgs if c.whole]) != {}  # keys are in results
+    partial = ResultFile(tmp_path / "p.json")
+    for c in cfgs[1:]:                      # no baseline steady run
+        g = res.get(c.key)
+        partial.add(c.key, c.describe(), g.runs)
+    assert corpus_report.ceilings(partial, cfgs) == {}
+
+
+def test_a_negative_first_run_cost_is_marked_not_clipped(tmp_path):
+    res, cfgs, entries = _results(tmp_path, (100, 200, 10, 100))    # 10 ms under the floor
+    text = "\n".join(corpus_report.report(res, cfgs, entries))
+    row = next(ln for ln in text.splitlines() if ln.startswith("p.bf"))
+    assert row.split()[-3:] == ["1.82", "-10", "!"]
