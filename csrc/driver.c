@@ -195,7 +195,13 @@ static void sl_stream_begin(sl_vm *vm, struct sigaction *old) {
     sa.sa_handler = sl_on_stream_signal;
     sl_stream_sigset(&sa.sa_mask);
     sl_signal_vm = vm;
-    for (int i = 0; i < SL_NSTREAM_SIGNALS; i++) sigaction(sl_stream_signals[i], &sa, &old[i]);
+    for (int i = 0; i < SL_NSTREAM_SIGNALS; i++) {
+        sigaction(sl_stream_signals[i], NULL, &old[i]);
+        /* a signal the process was started ignoring stays ignored (nohup, a
+         * background job of a script, a test runner's worker): its Ctrl-C
+         * to the group is not meant to end this run */
+        if (old[i].sa_handler != SIG_IGN) sigaction(sl_stream_signals[i], &sa, NULL);
+    }
 }
 
 /* out[0..out_len) to out_fd; the stream signals wait meanwhile (their

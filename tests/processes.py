@@ -14,15 +14,27 @@ def children(pid: int) -> list[int]:
         return []
 
 
+def _exe(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return None
+
+
 def wait_for_child(pid: int, timeout: float = 30) -> int:
-    """The pid of `pid`'s first child (the isolated run), once it exists."""
+    """The pid of `pid`'s isolated run (a forked child, so the same
+    executable as `pid`), once it exists: not a compiler building the
+    interpreter first, which a run whose build is not cached starts."""
     end = time.monotonic() + timeout
+    exe = _exe(pid)
     while time.monotonic() < end:
-        kids = children(pid)
+        kids = [k for k in children(pid) if _exe(k) == exe]
+        time.sleep(0.02)
+        # (still so: a compiler's process is the parent's between its fork and its exec)
+        kids = [k for k in kids if _exe(k) == exe]
         if kids:
             return kids[0]
-        time.sleep(0.02)
-    raise AssertionError(f"process {pid} started no child")
+    raise AssertionError(f"process {pid} started no child running {exe}")
 
 
 def cpu_seconds(pid: int) -> float:

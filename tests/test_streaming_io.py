@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from processes import wait_for_child, wait_until_busy
+from processes import cpu_seconds, wait_for_child, wait_until_busy
 
 from conftest import EXAMPLES, compiler_for
 from shimlab import oracle, vm
@@ -248,15 +248,44 @@ def test_under_a_memory_limit_endless_output_runs_and_a_big_tape_is_the_vms_erro
     _one_line_error(proc, "out of memory")
 
 
+def _sigint(disposition):
+    """For a child: SIGINT as a terminal's foreground job has it (SIG_DFL),
+    or ignored (SIG_IGN), whatever this test process has (a pytest-xdist
+    worker ignores it)."""
+    return lambda: signal.signal(signal.SIGINT, disposition)
+
+
 def test_ctrl_c_writes_out_what_was_output(prog):
     hang = prog("hang.py", "print(1)\nwhile True:\n    pass\n")
     proc = subprocess.Popen([*SHIMLAB, "run", str(hang)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+                            stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=_sigint(signal.SIG_DFL))
     wait_until_busy(wait_for_child(proc.pid))
     os.killpg(proc.pid, signal.SIGINT)      # what a terminal's Ctrl-C does
     out, err = proc.communicate(timeout=30)
     assert out == b"1\n", err
     assert proc.returncode == 130 and b"Traceback" not in err
+
+
+def test_a_run_started_ignoring_sigint_goes_on_through_one(prog):
+    """A run whose process was started with SIGINT ignored (nohup, a
+    background job of a script, a test runner's worker) is not ended by a
+    SIGINT to its group: the streaming run's handler (driver.c) leaves an
+    ignored signal ignored.  (It once took the signal and died of it, and
+    shimlab reported a crash.)"""
+    hang = prog("hang.py", "print(1)\nwhile True:\n    pass\n")
+    proc = subprocess.Popen([*SHIMLAB, "run", str(hang), "--timeout", "20"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True, preexec_fn=_sigint(signal.SIG_IGN))
+    child = wait_for_child(proc.pid)
+    wait_until_busy(child)
+    os.killpg(proc.pid, signal.SIGINT)
+    before = cpu_seconds(child)
+    wait_until_busy(child, before + 0.3)    # the run goes on using CPU
+    assert proc.poll() is None
+    os.killpg(proc.pid, signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert out == b"1\n" and b"crashed" not in err, err
 
 
 @pytest.mark.parametrize("mode", ["tailcall", "reference"])
