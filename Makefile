@@ -7,6 +7,9 @@ PY    := $(VENV)/bin/python
 
 all: test
 
+# pytest workers (pytest-xdist): one a CPU
+JOBS ?= auto
+
 # Idempotent and fast when everything is already there (see scripts/setup.sh).
 setup:
 	@bash scripts/setup.sh
@@ -19,11 +22,11 @@ demo: setup
 # runs them too.  docs/testing.md lists what each runs.
 test: setup
 	$(PY) -m shimlab.interp.generate --check
-	$(PY) -m pytest -q -m "not slow" tests
+	$(PY) -m pytest -q -n $(JOBS) -m "not slow" tests
 
 test-all: setup
 	$(PY) -m shimlab.interp.generate --check
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n $(JOBS) tests
 
 # Jupyter with shimlab importable.  `make notebook` installs the `notebook`
 # extra (JupyterLab; setup has the kernel already) and starts JupyterLab on
