@@ -4,6 +4,7 @@ error, timeout, Ctrl-C), --max-output stops a run, and a full disk or a
 closed stdin is one line -- in the C interpreters, the JIT and the oracle."""
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -248,6 +249,20 @@ def test_under_a_memory_limit_endless_output_runs_and_a_big_tape_is_the_vms_erro
     _one_line_error(proc, "out of memory")
 
 
+@contextlib.contextmanager
+def _group_killed_after(proc):
+    """A test of an endless run that fails half-way leaves no runaway behind
+    (one that did burned a CPU for the rest of the session)."""
+    try:
+        yield
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+
 def _sigint(disposition):
     """For a child: SIGINT as a terminal's foreground job has it (SIG_DFL),
     or ignored (SIG_IGN), whatever this test process has (a pytest-xdist
@@ -260,9 +275,10 @@ def test_ctrl_c_writes_out_what_was_output(prog):
     proc = subprocess.Popen([*SHIMLAB, "run", str(hang)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True,
                             preexec_fn=_sigint(signal.SIG_DFL))
-    wait_until_busy(wait_for_child(proc.pid))
-    os.killpg(proc.pid, signal.SIGINT)      # what a terminal's Ctrl-C does
-    out, err = proc.communicate(timeout=30)
+    with _group_killed_after(proc):
+        wait_until_busy(wait_for_child(proc.pid))
+        os.killpg(proc.pid, signal.SIGINT)      # what a terminal's Ctrl-C does
+        out, err = proc.communicate(timeout=30)
     assert out == b"1\n", err
     assert proc.returncode == 130 and b"Traceback" not in err
 
@@ -277,14 +293,15 @@ def test_a_run_started_ignoring_sigint_goes_on_through_one(prog):
     proc = subprocess.Popen([*SHIMLAB, "run", str(hang), "--timeout", "20"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True, preexec_fn=_sigint(signal.SIG_IGN))
-    child = wait_for_child(proc.pid)
-    wait_until_busy(child)
-    os.killpg(proc.pid, signal.SIGINT)
-    before = cpu_seconds(child)
-    wait_until_busy(child, before + 0.3)    # the run goes on using CPU
-    assert proc.poll() is None
-    os.killpg(proc.pid, signal.SIGTERM)
-    out, err = proc.communicate(timeout=30)
+    with _group_killed_after(proc):
+        child = wait_for_child(proc.pid)
+        wait_until_busy(child)
+        os.killpg(proc.pid, signal.SIGINT)
+        before = cpu_seconds(child)
+        wait_until_busy(child, before + 0.3)    # the run goes on using CPU
+        assert proc.poll() is None
+        os.killpg(proc.pid, signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
     assert out == b"1\n" and b"crashed" not in err, err
 
 
