@@ -60,3 +60,22 @@ def test_a_negative_first_run_cost_is_marked_not_clipped(tmp_path):
     text = "\n".join(corpus_report.report(res, cfgs, entries))
     row = next(ln for ln in text.splitlines() if ln.startswith("p.bf"))
     assert row.split()[-3:] == ["1.82", "-10", "!"]
+
+
+def test_the_time_outside_the_vm_is_one_median_over_programs(tmp_path):
+    """A long program's whole and steady medians differ by their noise, not
+    by the start: the time outside the VM is the median over programs."""
+    cfgs, res = [], ResultFile(tmp_path / "r.json")
+    for name, (sb, wb, sj, wj) in {"p.bf": (100, 200, 10, 150), "q.bf": (900, 910, 100, 200),
+                                   "r.bf": (50, 170, 5, 160)}.items():
+        w = str(ROOT / name)
+        base = harness.Config("programs", w, "tailcall", "cc")
+        jit = harness.Config("programs", w, "jit-direct", "cc", jit_opt=3, bf_opt=1)
+        for c, ms in zip([base, replace(base, whole=True), jit, replace(jit, whole=True)],
+                         (sb, wb, sj, wj)):
+            res.add(c.key, c.describe(), [RunSamples(cycles=[], ns=[int(ms * 1e6)] * 3)])
+            cfgs.append(c)
+    assert corpus_report.outside_vm_ns(res, cfgs) == 100e6      # of 100, 10 and 120 ms
+    ceil = corpus_report.ceilings(res, cfgs)
+    q = next(c for c in cfgs if c.whole and c.mode == "jit-direct" and "q.bf" in c.workload)
+    assert abs(ceil[q.key][0] - 910 / 200) < 1e-9 and abs(ceil[q.key][1]) < 1
