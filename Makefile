@@ -59,7 +59,7 @@ test-sanitize: setup
 	@set -e; for cc in $(SANITIZE_CCS); do \
 	  echo "== sanitizers: $$cc"; \
 	  $(PY) -m shimlab.sanitize --if-present --cc $$cc -- \
-	    $(PY) -m pytest -q -p no:cacheprovider -k "not ($(SANITIZE_SKIP))" $(SANITIZE_TESTS); \
+	    $(PY) -m pytest -q -p no:cacheprovider -n $(JOBS) -k "not ($(SANITIZE_SKIP))" $(SANITIZE_TESTS); \
 	done
 
 # Differential fuzzing for as long as asked; a failure is shrunk and saved in
