@@ -115,28 +115,28 @@ def outside_vm_ns(results, cfgs: list[harness.Config]) -> float | None:
     start; mandel_bits.bf's was 14 ms against a median of 119, Zen 3)."""
     diffs = []
     for w in dict.fromkeys(c.workload for c in cfgs):
-        base = next((c for c in cfgs if c.workload == w), None)
-        keys = [_base(replace(base, whole=True)).key, _base(replace(base, whole=False)).key]
+        base = _base(next(c for c in cfgs if c.workload == w))
+        keys = [replace(base, whole=True).key, replace(base, whole=False).key]
         if all(k in results for k in keys):
             wb, sb = (stats.median(results.get(k).ns_groups()) for k in keys)
             diffs.append(wb - sb)
     return stats.median(diffs) if diffs else None
 
 
-def ceilings(results, cfgs: list[harness.Config]) -> dict:
+def ceilings(results, cfgs: list[harness.Config], outside: float | None = None) -> dict:
     """Whole-process JIT key -> (ceiling, first-run cost in ns), from medians.
 
     The ceiling is the whole-process speedup the JIT would have if its start,
     its wait and its compiles cost nothing: the baseline's time outside the
-    VM (outside_vm_ns) plus the JIT's steady time, against the baseline's
-    whole time.  A program whose run is short next to the process's start
-    has a low ceiling whatever the JIT does, so a whole-process shortfall
-    splits in two: the ceiling's (the start's) and the first-run cost's
-    (the JIT's: its whole time less that sum).  Assumes the JIT's process
-    costs the baseline's outside the VM, which the programs that make no
-    trace (hello.bf) check."""
+    VM (`outside`, else outside_vm_ns) plus the JIT's steady time, against
+    the baseline's whole time.  A program whose run is short next to the
+    process's start has a low ceiling whatever the JIT does, so a
+    whole-process shortfall splits in two: the ceiling's (the start's) and
+    the first-run cost's (the JIT's: its whole time less that sum).
+    Assumes the JIT's process costs the baseline's outside the VM, which
+    the programs that make no trace (hello.bf) check."""
     out = {}
-    outside = outside_vm_ns(results, cfgs)
+    outside = outside_vm_ns(results, cfgs) if outside is None else outside
     if outside is None:
         return out
     for c in cfgs:
@@ -173,7 +173,8 @@ def report(results, cfgs: list[harness.Config], entries) -> list[str]:
             cols.append(lab)
     rows = []
     jit_cfg = [c for c in cfgs if mode_registry.is_jit(c.mode) and not c.whole]
-    ceil, outside = ceilings(results, cfgs), outside_vm_ns(results, cfgs)
+    outside = outside_vm_ns(results, cfgs)
+    ceil = ceilings(results, cfgs, outside)
     ceil_cfg = [c for c in cfgs if c.key in ceil and not c.checkout]
     for w in dict.fromkeys(c.workload for c in cfgs):
         e = by_name.get(w)
@@ -231,7 +232,7 @@ def report(results, cfgs: list[harness.Config], entries) -> list[str]:
                           f"{sp[best.key][0]:.2f} {Path(best.workload).name}"])
             if whole and any(c.key in ceil for c in cs):
                 cs = [c for c in cs if c.key in ceil]
-                g = math.exp(sum(math.log(ceil[c.key][0]) for c in cs) / len(cs))
+                g = _geomean([ceil[c.key][0] for c in cs])
                 worst = min(cs, key=lambda c: ceil[c.key][0])
                 best = max(cs, key=lambda c: ceil[c.key][0])
                 drows.append([subset, name, "ceiling", str(len(cs)), f"{g:.2f}", "-",
@@ -277,11 +278,15 @@ def placement(results, cfgs: list[harness.Config]) -> list[list[str]]:
             (max(meds) / min(meds), Path(c.workload).name))
     rows = []
     for (name, whole), xs in groups.items():
-        g = math.exp(sum(math.log(x) for x, _ in xs) / len(xs))
+        g = _geomean([x for x, _ in xs])
         worst = max(xs)
         rows.append([name, "whole" if whole else "steady", str(len(xs)),
                      f"{(g - 1) * 100:.1f}%", f"{(worst[0] - 1) * 100:.1f}% {worst[1]}"])
     return rows
+
+
+def _geomean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
 def entries_for(names) -> list:
