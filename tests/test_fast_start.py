@@ -224,3 +224,44 @@ def test_a_lazy_pattern_compiles_once_on_first_use_and_acts_as_the_pattern():
     first = p._compiled
     assert first.flags & re.ASCII and p.search(b"x") is None and p._compiled is first
     assert [m.group(1) for m in LazyPattern(r"(\d)").finditer("a1b2")] == ["1", "2"]
+
+
+_ENDING = ("import atexit, os, sys\n"
+           "real_exit, me = os._exit, os.getpid()\n"
+           "def early_exit(code):\n"
+           "    if os.getpid() == me:         # (not the run's forked child)\n"
+           "        os.write(2, b'early exit\\n')\n"
+           "    real_exit(code)\n"
+           "os._exit = early_exit\n"
+           "if sys.argv[1] == 'atexit':\n"
+           "    atexit.register(os.write, 2, b'atexit ran\\n')\n"
+           "sys.argv[1:2] = []\n"
+           "from shimlab.console import main\n"
+           "sys.exit(main())\n")
+
+
+@pytest.mark.parametrize("program, code, err", [(HELLO, 0, ""),
+                                               ("no-such.bf", 1, "no-such.bf: cannot read")])
+def test_a_run_process_ends_without_finalization_its_output_flushed(program, code, err):
+    """The command's `run` skips Python's teardown (os._exit) and still
+    delivers its status and every line."""
+    p = subprocess.run([sys.executable, "-c", _ENDING, "plain", "run", program,
+                        "--mode", "tailcall"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == code, p.stderr
+    assert p.stdout == ("Hello from shimlab!\n" if code == 0 else "")
+    assert err in p.stderr and p.stderr.endswith("early exit\n"), p.stderr
+    assert p.stderr.count("early exit") == 1
+
+
+def test_a_run_process_with_an_atexit_callback_ends_as_python_does():
+    p = subprocess.run([sys.executable, "-c", _ENDING, "atexit", "run", HELLO,
+                        "--mode", "tailcall"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and p.stdout == "Hello from shimlab!\n", p.stderr
+    assert p.stderr == "atexit ran\n", p.stderr
+
+
+def test_a_run_called_from_a_program_returns_to_it():
+    """main(argv) from a notebook or a test returns its status: only the
+    command's own process (argv from its command line) ends early."""
+    code = console.main(["run", HELLO, "--mode", "tailcall", "--no-isolate"])
+    assert code == 0
