@@ -161,3 +161,23 @@ def test_each_worker_process_gets_its_own_memory_layout(tmp_path):
     harness.measure(_configs(("goto",)), rf, harness.Options(processes=3, samples=1, quiet=True))
     seeds = [r.layout_seed for r in ResultFile.load(tmp_path / "r.json").get(_configs()[1].key).runs]
     assert len(seeds) == 3 and len(set(seeds)) == 3 and all(seeds)
+
+
+def test_a_round_runs_one_workload_s_configurations_together_in_new_orders():
+    """A ratio's two sides run side by side (seconds apart, not a round's
+    minutes): each workload's configurations are contiguous in a round;
+    the workloads and the configurations within them change order."""
+    import random
+    configs = [harness.Config("t", w, m, "clang-19", whole=whole)
+               for w in ("a.bf", "b.bf", "c.py", "d.bf")
+               for m in ("tailcall", "jit-direct") for whole in (False, True)]
+    rng, workload_orders, within = random.Random(7), set(), set()
+    for _ in range(6):
+        order = harness.round_order(list(configs), rng)
+        assert sorted(c.key for c in order) == sorted(c.key for c in configs)
+        runs = [w for i, w in enumerate(c.workload for c in order)
+                if i == 0 or order[i - 1].workload != w]
+        assert sorted(runs) == ["a.bf", "b.bf", "c.py", "d.bf"], runs   # one run each
+        workload_orders.add(tuple(runs))
+        within.add(tuple(c.key for c in order if c.workload == "a.bf"))
+    assert len(workload_orders) > 1 and len(within) > 1

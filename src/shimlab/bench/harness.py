@@ -256,6 +256,23 @@ def open_results(args, suite: str, configs: list[Config]) -> ResultFile:
     return results
 
 
+def round_order(batch: list[Config], rng: random.Random) -> list[Config]:
+    """One round's order: the configurations of one workload one after
+    another, so a ratio's two sides run seconds apart rather than minutes
+    (a shared host's speed drifts: up to 1.5x within an hour on Zen 3,
+    December 2026, which a whole-process ratio of two ~100 ms start-ups
+    took as a speedup or a loss); the workloads, and the configurations
+    within each, in a new order every round."""
+    groups: dict[str, list[Config]] = {}
+    for c in batch:
+        groups.setdefault(c.workload, []).append(c)
+    order = list(groups.values())
+    rng.shuffle(order)
+    for group in order:
+        rng.shuffle(group)
+    return [c for group in order for c in group]
+
+
 def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcome:
     outcome = Outcome(results)
     cpu = opts.cpu if opts.cpu is not None else default_cpu()
@@ -317,7 +334,7 @@ def measure(configs: list[Config], results: ResultFile, opts: Options) -> Outcom
                      if c.key not in outcome.failures and _wants_more(c, results, opts)]
             if not batch:
                 break
-            rng.shuffle(batch)
+            batch = round_order(batch, rng)
             # known work: what the minimum number of processes still needs;
             # past that, rounds for the intervals, one at a time
             owed = sum(max(0, opts.processes - results.runs_done(c.key)) for c in configs
