@@ -79,3 +79,20 @@ def test_the_time_outside_the_vm_is_one_median_over_programs(tmp_path):
     ceil = corpus_report.ceilings(res, cfgs)
     q = next(c for c in cfgs if c.whole and c.mode == "jit-direct" and "q.bf" in c.workload)
     assert abs(ceil[q.key][0] - 910 / 200) < 1e-9 and abs(ceil[q.key][1]) < 1
+
+
+def test_the_start_sweep_puts_each_start_before_both_steady_times(tmp_path):
+    """(S + baseline steady) / (S + JIT steady), S the measured time outside
+    the VM and then START_SWEEP_MS: a faster start lifts the ceiling toward
+    the steady speedup, never past it."""
+    res, cfgs, entries = _results(tmp_path, (100, 200, 10, 150))
+    rows = corpus_report.start_sweep(res, cfgs, entries, 100e6)
+    assert [r[0] for r in rows] == ["100 ms (measured)"] + [
+        f"{ms} ms" for ms in corpus_report.START_SWEEP_MS]
+    for row, start in zip(rows, [100] + list(corpus_report.START_SWEEP_MS)):
+        want = f"{(start + 100) / (start + 10):.2f}"
+        assert row[1:] == ["jit-direct --jit-opt 3", want, want]   # p.bf is mandelbrot-class
+    values = [float(r[2]) for r in rows]
+    assert values == sorted(values) and values[-1] < 10
+    text = "\n".join(corpus_report.report(res, cfgs, entries))
+    assert "1 ms  jit-direct --jit-opt 3" in text and "9.18" in text

@@ -246,6 +246,16 @@ def report(results, cfgs: list[harness.Config], entries) -> list[str]:
                  "minipy programs only); intervals resample worker processes and runs; "
                  "ceiling: the whole-process geomean if the JIT started and compiled for "
                  "nothing (per program above), a point estimate")
+    srows = start_sweep(results, cfgs, entries, outside)
+    if srows:
+        lines.append("")
+        lines.append(table(srows, ["outside the VM", "JIT configuration", "corpus ceiling",
+                                   "mandelbrot-class ceiling"], align="rlrr"))
+        lines.append("the JIT's whole-process ceiling as if a process spent that long "
+                     "outside the VM (starting, reading the program, exiting; the measured "
+                     "time first): geomean of (that + the baseline's steady time) / (that + "
+                     "the JIT's steady time); what a faster start would allow any JIT, and "
+                     "what none can win back on its own")
     prow = placement(results, cfgs)
     if prow:
         lines.append("")
@@ -256,6 +266,38 @@ def report(results, cfgs: list[harness.Config], entries) -> list[str]:
                      "process noise included); a spread near a speedup's distance from 1 "
                      "means that speedup may be placement")
     return lines
+
+
+START_SWEEP_MS = (50, 20, 5, 1)
+
+
+def start_sweep(results, cfgs: list[harness.Config], entries,
+                outside: float | None) -> list[list[str]]:
+    """Per JIT configuration (whole, first run), the geomean over the corpus
+    and its mandelbrot-class programs of (S + the baseline's steady time) /
+    (S + the JIT's steady time): its whole-process ceiling if a process
+    spent S outside the VM, S the measured time and then START_SWEEP_MS.
+    How much of a shortfall a faster process start could take back (from
+    steady medians alone, so the measured row can differ from the ceiling
+    row above by the baseline's noise)."""
+    mandel = {str(e.path) for e in entries if e.mandel}
+    pairs: dict = {}
+    for c in cfgs:
+        if not (c.whole and not c.trace_cache and not c.checkout
+                and mode_registry.is_jit(c.mode)):
+            continue
+        keys = [replace(_base(c), whole=False).key, _steady(c).key]
+        if all(k in results for k in keys):
+            sb, sj = (stats.median(results.get(k).ns_groups()) for k in keys)
+            pairs.setdefault(_group_label(c), []).append((sb, sj, c.workload in mandel))
+    rows = []
+    for start in ([outside] if outside is not None else []) + [ms * 1e6 for ms in START_SWEEP_MS]:
+        for name, xs in pairs.items():
+            m = [(start + sb) / (start + sj) for sb, sj, is_m in xs if is_m]
+            rows.append([f"{start / 1e6:.0f} ms" + (" (measured)" if start is outside else ""),
+                         name, f"{_geomean([(start + sb) / (start + sj) for sb, sj, _ in xs]):.2f}",
+                         f"{_geomean(m):.2f}" if m else "-"])
+    return rows
 
 
 def placement(results, cfgs: list[harness.Config]) -> list[list[str]]:
