@@ -96,3 +96,21 @@ def test_the_start_sweep_puts_each_start_before_both_steady_times(tmp_path):
     assert values == sorted(values) and values[-1] < 10
     text = "\n".join(corpus_report.report(res, cfgs, entries))
     assert "1 ms  jit-direct --jit-opt 3" in text and "9.18" in text
+
+
+def test_a_loss_beyond_the_noise_is_marked_and_listed_one_within_it_is_not(tmp_path):
+    res, cfgs, entries = _results(tmp_path, (100, 200, 10, 250))   # whole: 0.80, every run
+    text = "\n".join(corpus_report.report(res, cfgs, entries))
+    row = next(ln for ln in text.splitlines() if ln.startswith("p.bf"))
+    assert "0.80*" in row.split()
+    assert "slower than tailcall --bf-opt 0 beyond the noise: jit-direct --jit-opt 3 whole: " \
+           "p.bf 0.80 [0.80, 0.80]" in text
+    # the same median with runs that spread across 1: not a loss on the evidence
+    noisy = ResultFile(tmp_path / "n.json")
+    for c, ms in zip(cfgs, (100, 200, 10, 250)):
+        spread = [ms * 0.6, ms, ms * 1.4] if c.whole else [ms] * 3
+        noisy.add(c.key, c.describe(), [RunSamples(cycles=[], ns=[int(x * 1e6) for x in spread])
+                                        for _ in range(3)])
+    text = "\n".join(corpus_report.report(noisy, cfgs, entries))
+    assert "beyond the noise: no configuration on any program" in text
+    assert "0.80*" not in text

@@ -151,6 +151,22 @@ def ceilings(results, cfgs: list[harness.Config], outside: float | None = None) 
     return out
 
 
+def slower_than_baseline(sp: dict, cfgs: list[harness.Config]) -> dict:
+    """shimlab's configurations (as across programs, and their kind; not
+    CPython) -> the programs on which the speedup's 95% interval lies below
+    1: slower than the baseline beyond the noise.  A point estimate below 1 with an interval across it
+    is not a loss on the evidence (a whole-process run of a short program
+    varies by ~30% from process to process on a shared host)."""
+    out: dict = {}
+    for c in {c.key: c for c in cfgs if c.mode != CPYTHON}.values():
+        if c.key in sp and sp[c.key][2] < 1:
+            name = f"{_group_label(c)} {'whole' if c.whole else 'steady'}"
+            out.setdefault(name, []).append(
+                f"{Path(c.workload).name} {sp[c.key][0]:.2f} [{sp[c.key][1]:.2f}, "
+                f"{sp[c.key][2]:.2f}]")
+    return out
+
+
 def _jit_stats(results, c: harness.Config) -> dict | None:
     if c.key not in results:
         return None
@@ -181,7 +197,8 @@ def report(results, cfgs: list[harness.Config], entries) -> list[str]:
         cells = {}
         for c in shown:
             if c.workload == w and c.key in sp:
-                cells[label(c) + (" whole" if c.whole else "")] = f"{sp[c.key][0]:.2f}"
+                cells[label(c) + (" whole" if c.whole else "")] = f"{sp[c.key][0]:.2f}" + (
+                    "*" if sp[c.key][2] < 1 else "")
         js = next((_jit_stats(results, c) for c in jit_cfg if c.workload == w
                    and _jit_stats(results, c)), None)
         extra = ["-"] * 4
@@ -211,7 +228,12 @@ def report(results, cfgs: list[harness.Config], entries) -> list[str]:
                  "JIT's steady time), "
                  "1st-run ms: what they cost (its whole time less that), from medians; "
                  "! a negative cost: the parts do not add up (noise, or a first run faster "
-                 "than the steady time predicts), an anomaly to look at")
+                 "than the steady time predicts), an anomaly to look at; * slower than "
+                 "tailcall --bf-opt 0 beyond the noise (the speedup's 95% interval is below 1)")
+    slower = slower_than_baseline(sp, shown)
+    lines.append("slower than tailcall --bf-opt 0 beyond the noise: " + (
+        "; ".join(f"{name}: {', '.join(progs)}" for name, progs in slower.items())
+        if slower else "no configuration on any program"))
     # distributions
     drows = []
     groups: dict = {}
