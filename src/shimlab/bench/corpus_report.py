@@ -154,9 +154,10 @@ def ceilings(results, cfgs: list[harness.Config], outside: float | None = None) 
 def slower_than_baseline(sp: dict, cfgs: list[harness.Config]) -> dict:
     """shimlab's configurations (as across programs, and their kind; not
     CPython) -> the programs on which the speedup's 95% interval lies below
-    1: slower than the baseline beyond the noise.  A point estimate below 1 with an interval across it
-    is not a loss on the evidence (a whole-process run of a short program
-    varies by ~30% from process to process on a shared host)."""
+    1: slower than the baseline beyond the noise.  A point estimate below
+    1 with an interval across it is not a loss on the evidence (a
+    whole-process run of a short program varies by ~30% from process to
+    process on a shared host)."""
     out: dict = {}
     for c in {c.key: c for c in cfgs if c.mode != CPYTHON}.values():
         if c.key in sp and sp[c.key][2] < 1:
@@ -315,12 +316,14 @@ def start_sweep(results, cfgs: list[harness.Config], entries,
         if all(k in results for k in keys):
             sb, sj = (stats.median(results.get(k).ns_groups()) for k in keys)
             pairs.setdefault(_group_label(c), []).append((sb, sj, c.workload in mandel))
+    starts = [(f"{outside / 1e6:.0f} ms (measured)", outside)] if outside is not None else []
+    starts += [(f"{ms} ms", ms * 1e6) for ms in START_SWEEP_MS]
     rows = []
-    for start in ([outside] if outside is not None else []) + [ms * 1e6 for ms in START_SWEEP_MS]:
+    for label_, start in starts:
         for name, xs in pairs.items():
-            m = [(start + sb) / (start + sj) for sb, sj, is_m in xs if is_m]
-            rows.append([f"{start / 1e6:.0f} ms" + (" (measured)" if start is outside else ""),
-                         name, f"{_geomean([(start + sb) / (start + sj) for sb, sj, _ in xs]):.2f}",
+            ratios = [((start + sb) / (start + sj), is_m) for sb, sj, is_m in xs]
+            m = [r for r, is_m in ratios if is_m]
+            rows.append([label_, name, f"{_geomean([r for r, _ in ratios]):.2f}",
                          f"{_geomean(m):.2f}" if m else "-"])
     return rows
 

@@ -260,9 +260,8 @@ def round_order(batch: list[Config], rng: random.Random) -> list[Config]:
     """One round's order: the configurations of one workload one after
     another, so a ratio's two sides run seconds apart rather than minutes
     (a shared host's speed drifts: up to 1.5x within an hour on Zen 3,
-    December 2026, which a whole-process ratio of two ~100 ms start-ups
-    took as a speedup or a loss); the workloads, and the configurations
-    within each, in a new order every round."""
+    December 2026); the workloads, and the configurations within each, in
+    a new order every round."""
     groups: dict[str, list[Config]] = {}
     for c in batch:
         groups.setdefault(c.workload, []).append(c)
