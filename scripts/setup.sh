@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything shimlab needs on Debian 12 (bookworm), idempotently:
 #   1. apt packages (compilers, valgrind, perf, PeachPy, capstone), only the missing ones;
-#   2. .venv from the python3 on PATH (>= 3.11), `pip install -e '.[test,kernel]'`
+#   2. .venv from Debian's python3 (/usr/bin/python3, >= 3.11), `pip install -e '.[test,kernel]'`
 #      (the kernel extra: ipykernel and nbclient, which a test runs a notebook with);
 #   3. Debian's PeachPy and capstone made importable from .venv (a symlink
 #      each + a .pth file, NOT all of /usr/lib/python3/dist-packages, whose
@@ -11,7 +11,7 @@
 # packages are installed and the venv imports shimlab and PeachPy.
 #
 # Environment (for testing and unusual machines):
-#   SHIMLAB_PYTHON=python3         interpreter to make the venv from
+#   SHIMLAB_PYTHON=/usr/bin/python3 interpreter to make the venv from
 #   SHIMLAB_VENV=<repo>/.venv      where the venv lives
 #   SHIMLAB_FORCE=1                ignore the stamp, check everything again
 #   SHIMLAB_FAKE_MISSING="pkg ..." pretend these apt packages are not installed
@@ -22,13 +22,18 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-PYTHON="${SHIMLAB_PYTHON:-python3}"
+# Debian's own python3, not the first python3 on PATH: python3-peachpy and
+# python3-capstone are built for it, a fresh Debian 12 has it, and a user's
+# time is measured with it.  A pyenv build on PATH (no PGO, no LTO, libpython
+# shared) made every `shimlab run` ~20% slower in CPU (mandel.bf, JIT: 255 ->
+# 206 ms, Zen 3, December 2026); docs/findings.md has the A/B.
+PYTHON="${SHIMLAB_PYTHON:-/usr/bin/python3}"
 VENV="${SHIMLAB_VENV:-$ROOT/.venv}"
 STAMP="$VENV/.shimlab-setup"
 PEACHPY_LINKDIR="$VENV/debian-peachpy"
 PTH_NAME="shimlab-debian-peachpy.pth"
 
-REQUIRED_PKGS=(clang-19 gcc-12 valgrind python3-peachpy python3-capstone binutils make)
+REQUIRED_PKGS=(python3 python3-venv clang-19 gcc-12 valgrind python3-peachpy python3-capstone binutils make)
 OPTIONAL_PKGS=(clang-22 gcc-11 linux-perf)
 
 say()  { printf 'setup: %s\n' "$*"; }
@@ -133,10 +138,22 @@ venv_ok() {
         && "$VENV/bin/python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
 }
 
+# The interpreter a venv was made from, resolved (its bin/python is a symlink to it).
+realpython() { "$1" -c 'import os, sys; print(os.path.realpath(getattr(sys, "_base_executable", sys.executable)))' 2>/dev/null; }
+
+venv_base_ok() {
+    [[ "$(realpython "$VENV/bin/python")" == "$(realpython "$PYTHON")" ]]
+}
+
 ensure_venv() {
-    command -v "$PYTHON" >/dev/null 2>&1 || die "$PYTHON not found on PATH (need Python >= 3.11)"
+    command -v "$PYTHON" >/dev/null 2>&1 \
+        || die "$PYTHON not found (apt-get install python3 python3-venv, or set SHIMLAB_PYTHON to a Python >= 3.11)"
     if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
         die "$PYTHON is $("$PYTHON" -c 'import sys; print(sys.version.split()[0])') ($(command -v "$PYTHON")); shimlab needs Python >= 3.11 (set SHIMLAB_PYTHON or fix PATH)"
+    fi
+    if venv_ok && ! venv_base_ok; then
+        warn "$VENV was made from $(realpython "$VENV/bin/python"), not $(realpython "$PYTHON"); recreating it"
+        rm -rf "$VENV"
     fi
     if ! venv_ok; then
         if [[ -e "$VENV" ]]; then
@@ -209,6 +226,7 @@ fast_path_ok() {
     [[ "$(head -n1 "$STAMP")" == "$(stamp_key)" ]] || return 1
     [[ -z "$(missing_pkgs "${REQUIRED_PKGS[@]}")" ]] || return 1
     [[ -x "$VENV/bin/shimlab" ]] || return 1
+    venv_base_ok || return 1
     "$VENV/bin/python" -c "import shimlab; $VERIFY_PEACHPY" 2>/dev/null || return 1
     "$VENV/bin/python" -c "$VERIFY_CAPSTONE" 2>/dev/null || return 1
 }

@@ -83,6 +83,36 @@ def test_no_network_is_one_line_naming_the_way_around(tmp_path, monkeypatch):
     assert "\n" not in str(e.value) and "SHIMLAB_LUPA_SDIST" in str(e.value)
 
 
+@pytest.mark.parametrize("with_filter", [True, False])
+def test_unpacking_takes_files_and_refuses_links_and_escapes(tmp_path, monkeypatch, with_filter):
+    """Both ways of unpacking: tarfile's "data" filter (3.11.4+) and the checks
+    made in its place before it (Debian 12's 3.11.2)."""
+    if not with_filter:
+        monkeypatch.delattr(tarfile, "data_filter", raising=False)
+    elif not hasattr(tarfile, "data_filter"):
+        pytest.skip(f"this Python's tarfile has no data filter ({sys.version.split()[0]})")
+
+    def unpack(name, *extra):
+        path = tmp_path / f"{name}.tar.gz"
+        with tarfile.open(path, "w:gz") as tar:
+            info = tarfile.TarInfo("top/a/file.h")
+            info.size = 2
+            tar.addfile(info, io.BytesIO(b"ok"))
+            for member in extra:
+                tar.addfile(member)
+        with tarfile.open(path) as tar:
+            source._extract(tar, tar.getmembers(), tmp_path / name)
+
+    unpack("plain")
+    assert (tmp_path / "plain" / "top" / "a" / "file.h").read_bytes() == b"ok"
+    link = tarfile.TarInfo("top/a/link")
+    link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+    for name, bad in (("link", link), ("escape", tarfile.TarInfo("top/../../escape"))):
+        with pytest.raises(tarfile.TarError):
+            unpack(name, bad)
+    assert not (tmp_path / "escape").exists() and not (tmp_path.parent / "escape").exists()
+
+
 def test_the_sources_are_the_pinned_ones(sources):
     archive = subprocess.os.environ.get("SHIMLAB_LUPA_SDIST") or source.sdist_path()
     assert source.sha256_file(archive) == source.SHA256

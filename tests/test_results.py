@@ -238,3 +238,8 @@ def test_collect_environment():
     assert env["cpu_count"] >= 1
     for value in env.values():
         assert isinstance(value, (str, int)) and "\n" not in str(value)
+    # the Python is part of a figure's machine: its build moves start-up and compile time
+    assert os.path.realpath(sys._base_executable) in env["python"]
+    line = results.machine_line(env)
+    assert env["cpu_model_name"] in line and env["python"] in line
+    assert results.machine_line({}) == "? (?)"

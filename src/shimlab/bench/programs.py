@@ -15,7 +15,7 @@ from ..frontend import bf
 from ..jit import optimize
 from ..jit.defaults import PAYBACK_MS
 from . import harness, stats
-from .results import ResultFile
+from .results import ResultFile, machine_line
 from .table import table
 
 MODES = ("tailcall",) + mode_registry.JIT
@@ -295,5 +295,6 @@ def corpus_main(args, cc: str) -> int:
                                     "from the plans kept, and waits as long as the last "
                                     "one's length suggests)"
                                     if getattr(args, "trace_cache", False) else ")"))
+    print(f"machine: {machine_line(results.environment)}")
     print(f"\nresults: {results.path}")
     return 1 if outcome.failures else 0

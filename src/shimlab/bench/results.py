@@ -38,6 +38,7 @@ import json
 import math
 import os
 import platform
+import sys
 import stat
 import subprocess
 import tempfile
@@ -53,7 +54,7 @@ from ..digest import sha256
 from ..errors import ShimlabError
 from ..paths import RESULTS
 
-__all__ = ["RunSamples", "ConfigResult", "ResultFile", "load", "collect_environment",
+__all__ = ["RunSamples", "ConfigResult", "ResultFile", "load", "collect_environment", "machine_line",
            "FORMAT_VERSION"]
 
 FORMAT_VERSION = 1
@@ -376,6 +377,20 @@ def _shimlab_version() -> str:
         return "unknown"
 
 
+def _python() -> str:
+    """The Python that ran the measurement, resolved: a pyenv build and
+    Debian's 3.11 differ by ~20% in the JIT's compile time and start-up."""
+    exe = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+    return (f"{platform.python_implementation()} {platform.python_version()} {exe} "
+            f"({platform.python_compiler()}, {platform.python_build()[1]})")
+
+
+def machine_line(env: dict) -> str:
+    """The CPU (and the Python, when recorded) a result file's figures belong to."""
+    line = f"{env.get('cpu_model_name', '?')} ({env.get('cpu_identity', '?')})"
+    return line + (f", {env['python']}" if env.get("python") else "")
+
+
 def collect_environment() -> dict:
     """Metadata describing this machine and checkout, stamped on every config."""
     env = {
@@ -384,6 +399,7 @@ def collect_environment() -> dict:
         "cpu_identity": _cpu_identity(),
         "kernel": f"{platform.system()} {platform.release()} {platform.version()}".strip(),
         "cpu_count": os.cpu_count(),
+        "python": _python(),
         K_VERSION: _shimlab_version(),
         K_GIT: _git_commit(),
     }

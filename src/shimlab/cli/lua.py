@@ -29,7 +29,7 @@ def _finish(results, go, report, to_json) -> int:
     """Runs go() (the measurement, returning its analysis or None on a failed
     configuration), then prints the report and writes NAME-summary.json."""
     import json
-    from ..lua.bench import cpu_line
+    from ..bench.results import machine_line
     try:
         a = go()
     except KeyboardInterrupt:
@@ -37,7 +37,7 @@ def _finish(results, go, report, to_json) -> int:
         return 130
     if a is None:
         return 1
-    report(a, cpu_line(results))
+    report(a, machine_line(results.environment))
     summary = results.path.with_name(results.path.stem + "-summary.json")
     summary.write_text(json.dumps(to_json(a), indent=1))
     print(f"\nresults: {results.path} (pyperf JSON), summary: {summary.name}")

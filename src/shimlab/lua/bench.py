@@ -228,11 +228,6 @@ def to_json(a: dict) -> dict:
     return enc(a)
 
 
-def cpu_line(results: ResultFile) -> str:
-    env = results.environment
-    return f"{env.get('cpu_model_name', '?')} ({env.get('cpu_identity', '?')})"
-
-
 def run(builds, programs, tiny: bool, results: ResultFile, processes: int, warmup: int,
         runs: int, cpu: int, quiet: bool = False, clock: str = "tsc") -> dict | None:
     """Every program on every build into `results`; the analysis, or None

@@ -107,6 +107,21 @@ def _check(path: Path, origin) -> None:
                           f"(pinned in shimlab/lua/source.py); not used")
 
 
+def _extract(tar: tarfile.TarFile, members: list, dest: Path) -> None:
+    """tarfile's "data" filter where this Python has it (3.11.4 and later);
+    before that (Debian 12's 3.11.2) the same refusals made here: only files
+    and folders, no name that leaves dest."""
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(dest, members=members, filter="data")
+        return
+    for m in members:
+        if not (m.isfile() or m.isdir()) or m.name.startswith("/") or ".." in m.name.split("/"):
+            raise tarfile.TarError(f"refusing member {m.name!r} (not a plain file or folder "
+                                   "inside the archive's root)")
+        m.mode = (m.mode | 0o600) & 0o755 if m.isfile() else 0o755
+    tar.extractall(dest, members=members)
+
+
 def _unpack(archive: Path) -> None:
     """Only the interpreters' folders, without any .git file, into a temporary
     folder renamed into place (a concurrent fetch sees all of it or none)."""
@@ -120,7 +135,7 @@ def _unpack(archive: Path) -> None:
             with tarfile.open(archive, "r:gz") as tar:
                 members = [m for m in tar.getmembers()
                            if m.name.startswith(wanted) and "/.git" not in m.name]
-                tar.extractall(tmp, members=members, filter="data")
+                _extract(tar, members, tmp)
         except (tarfile.TarError, OSError, EOFError) as e:
             raise SourceError(f"{archive}: cannot unpack ({e})") from None
         unpacked = tmp / f"{PACKAGE}-{VERSION}"
