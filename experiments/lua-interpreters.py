@@ -44,7 +44,7 @@ import matplotlib.pyplot as plt
 
 from shimlab import notebook as nb
 from shimlab.bench import harness
-from shimlab.bench.results import ResultFile
+from shimlab.bench.results import ResultFile, machine_line
 from shimlab.lua import baseline, bench, exits, source
 from shimlab.lua import build as lua_build
 
@@ -96,7 +96,7 @@ results = ResultFile(OUT / "lua.json")
 a = bench.run(builds, PROGRAMS, False, results, PROCESSES, WARMUP, SAMPLES, CPU, clock=CLOCK)
 if a is None:
     sys.exit("a configuration failed (named above)")
-cpu = bench.cpu_line(results)
+cpu = machine_line(results.environment)
 bench.report(a, cpu)
 nb.save_json(bench.to_json(a), OUT, "lua-summary")
 
