@@ -11,6 +11,7 @@ import json
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -123,11 +124,26 @@ def test_debians_python311_is_cpython_gcc12_about_228_jumps_not_merged():
     assert r.table["entries"] == 256
 
 
-def test_a_python_that_links_libpython_is_followed_to_it():
-    image = elf.Image(sys.executable)
-    if not any(n.startswith("libpython") for n in image.dynamic["DT_NEEDED"]):
-        pytest.skip(f"{sys.executable} does not link libpython")
-    r = census(sys.executable)
+def _links_libpython(path) -> bool:
+    return any(n.startswith("libpython") for n in elf.Image(path).dynamic["DT_NEEDED"])
+
+
+def test_a_python_that_links_libpython_is_followed_to_it(tmp_path):
+    """sys.executable where it links libpython (an --enable-shared build);
+    else, as Debian's python3.11 has libpython linked in, a launcher linked
+    against this Python's shared libpython, as an embedding program is."""
+    exe = sys.executable
+    if not _links_libpython(exe):
+        lib = Path(sysconfig.get_config_var("LIBDIR")) / sysconfig.get_config_var("INSTSONAME")
+        cc = shutil.which("gcc-12") or shutil.which("cc")
+        if not lib.is_file() or cc is None:
+            pytest.skip(f"{exe} does not link libpython and {lib} (or a C compiler) is missing")
+        (tmp_path / "launch.c").write_text("int Py_BytesMain(int, char **);\n"
+                                           "int main(int c, char **v) { return Py_BytesMain(c, v); }\n")
+        exe = str(tmp_path / "launch")
+        subprocess.run([cc, str(tmp_path / "launch.c"), "-o", exe, str(lib)], check=True)
+        assert _links_libpython(exe)
+    r = census(exe)
     assert r.file != r.binary and "libpython" in r.file
     assert r.runtime == "CPython" and r.indirect_jumps > 100 and not r.merged
 
