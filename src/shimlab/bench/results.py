@@ -38,9 +38,9 @@ import json
 import math
 import os
 import platform
-import sys
 import stat
 import subprocess
+import sys
 import tempfile
 import zlib
 from dataclasses import dataclass, field
