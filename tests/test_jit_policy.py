@@ -131,16 +131,72 @@ def test_nothing_is_compiled_before_the_run_pays_for_the_jit():
     assert "never started" not in report
 
 
-def test_the_wait_follows_the_last_run_of_the_program():
-    """policy.remembered_wait: a last run too short for the JIT to pay (under
-    three waits) makes this one wait past half as long again as it ran; a
-    long one (over four waits) starts the JIT at once; unknown, between, or
-    no wait asked: the wait as asked."""
+def test_a_waiting_jit_records_nothing():
+    """While the JIT waits for its payback, a loop that gets hot stops the run
+    before its first instruction is logged (the recorder's buffer has no
+    room): a recording made only to be dropped cost modpow.py more VM time
+    than its JIT would.  Once the wait is over the loop records again and
+    gets its trace.  Without the empty buffer every dropped recording logs
+    a whole iteration."""
+    from shimlab.jit import runtime
+    program = _minipy("s = 0\ni = 0\nwhile i < 300000:\n    s = s + i % 7\n    i += 1\n"
+                      "print(s)\n")
+    b = get_build("jit-direct", JIT_CC)
+
+    def child():
+        _alarm(CHILD_TIMEOUT)
+        logged, orig = [], runtime.Jit._wait_for_payback
+
+        def wait(self, vm):
+            logged.append(int(vm.rec_len))
+            return orig(self, vm)
+        runtime.Jit._wait_for_payback = wait
+        out = []
+        for ms in (10_000, 0.5):
+            logged.clear()
+            with vm.Loaded(b, program, jit={"opt": 3, "payback_ms": ms}) as loaded:
+                r = loaded.run()
+                out.append((r.output, list(logged), len(loaded.jit.stats.traces)))
+        return out
+    (out, waits, traces), (out2, _, traces2) = isolate.call("a waiting JIT", child)
+    want = f"{sum(i % 7 for i in range(300000))}\n".encode()
+    assert out == out2 == want
+    assert waits and set(waits) == {0} and traces == 0, waits
+    assert traces2 >= 1
+
+
+def test_the_wait_follows_the_earlier_runs_of_the_program():
+    """policy.remembered_wait: a JIT run no shorter than the interpreter
+    alone makes this run wait past half as long again as the interpreter
+    took; one short in VM time, beside an interpreter's length known only
+    as a lower bound, waits past half as long again as the JIT's run (to
+    learn the interpreter's); with no JIT run, an interpreter's run under
+    three waits waits past it; a long one (over four waits) starts the JIT
+    at once; unknown, between, or no wait asked: the wait as asked."""
     from shimlab.jit.policy import remembered_wait
+    from shimlab.jit.run_history import Lengths
     ms = 1_000_000
-    assert remembered_wait(None, 10 * ms) == 10 * ms
-    assert remembered_wait(2 * ms, 10 * ms) == 10 * ms           # never less than asked
-    assert remembered_wait(22 * ms, 10 * ms) == 33 * ms
-    assert remembered_wait(35 * ms, 10 * ms) == 10 * ms
-    assert remembered_wait(41 * ms, 10 * ms) == 0
-    assert remembered_wait(5000 * ms, 0) == 0                     # --jit-threshold: no wait
+    w = 10 * ms
+
+    def wait(*last):
+        return remembered_wait(Lengths(*last), w)
+    assert remembered_wait(None, w) == w
+    assert wait() == w
+    # no run with the JIT yet
+    assert wait(2 * ms, True) == w                                   # never less than asked
+    assert wait(22 * ms, True) == 33 * ms
+    assert wait(35 * ms, True) == w
+    assert wait(41 * ms, True) == 0
+    # the JIT lost to the interpreter alone (fib.py on Zen 3: 35.6 against 17.7 ms)
+    assert wait(17 * ms, True, 36 * ms, 14 * ms) == 25_500_000
+    assert wait(60 * ms, True, 60 * ms, 14 * ms) == 90 * ms
+    # the JIT won: at once when long, else as asked
+    assert wait(60 * ms, True, 45 * ms, 14 * ms) == 0
+    assert wait(35 * ms, True, 30 * ms, 14 * ms) == w
+    assert wait(60 * ms, False, 45 * ms, 14 * ms) == 0             # at least 60: won too
+    # unknown: the interpreter's length only a lower bound, the JIT's run
+    # short in VM time: wait past it; long in VM time: the JIT pays
+    assert wait(10 * ms, False, 36 * ms, 14 * ms) == 54 * ms
+    assert wait(10 * ms, False, 400 * ms, 100 * ms) == 0
+    assert wait(10 * ms, False, 38 * ms, 2 * ms) == w              # VM time 36: between
+    assert remembered_wait(Lengths(5000 * ms, True), 0) == 0        # --jit-threshold: no wait

@@ -1,9 +1,10 @@
-"""The last run's length kept for the JIT's payback wait (jit/run_history.py):
-kept and read under its exact key (options, program), rewritten only when
-the length moved by more than a quarter, a damaged or foreign file read as
+"""The earlier runs' lengths kept for the JIT's payback wait
+(jit/run_history.py): kept and read under their exact key (options,
+program), what a run with and without the JIT adds, rewritten only when a
+length moved by more than a quarter, a damaged or foreign file read as
 nothing, an unwritable folder harmless; a JIT made with the trace cache on
-and a payback wait takes its wait from it, one with the cache off neither
-reads nor writes it, and a run writes its length."""
+and a payback wait takes its wait from them, one with the cache off
+neither reads nor writes them, and a run writes its own."""
 from __future__ import annotations
 
 import pytest
@@ -12,7 +13,7 @@ from conftest import get_build
 from shimlab import isolate, vm
 from shimlab.frontend import compile_text
 from shimlab.jit import run_history
-from shimlab.jit.run_history import RunHistory
+from shimlab.jit.run_history import Lengths, RunHistory
 from test_jit import CHILD_TIMEOUT, JIT_CC, _alarm
 
 MS = 1_000_000
@@ -26,39 +27,69 @@ def runs_folder(monkeypatch, tmp_path):
     return folder
 
 
-def test_a_length_is_read_back_only_under_its_key(runs_folder):
+def test_lengths_are_read_back_only_under_their_key(runs_folder):
     h = RunHistory(("jit-direct", 3), CODE, CONSTS)
-    assert h.last_ns is None
+    assert h.last == Lengths()
     h.save(20 * MS)
-    assert RunHistory(("jit-direct", 3), CODE, CONSTS).last_ns == 20 * MS
-    assert RunHistory(("jit-direct", 2), CODE, CONSTS).last_ns is None
-    assert RunHistory(("jit-direct", 3), CODE + [(5, 6)], CONSTS).last_ns is None
-    assert RunHistory(("jit-direct", 3), CODE, [8]).last_ns is None
+    assert RunHistory(("jit-direct", 3), CODE, CONSTS).last == Lengths(20 * MS, True)
+    assert RunHistory(("jit-direct", 2), CODE, CONSTS).last == Lengths()
+    assert RunHistory(("jit-direct", 3), CODE + [(5, 6)], CONSTS).last == Lengths()
+    assert RunHistory(("jit-direct", 3), CODE, [8]).last == Lengths()
+
+
+def test_what_a_run_with_and_without_the_jit_adds():
+    # without the JIT: the interpreter's exact length, the JIT's run kept
+    assert Lengths().after(20 * MS, None, 0, True) == Lengths(20 * MS, True)
+    assert Lengths(9 * MS, False, 40 * MS, 15 * MS).after(20 * MS, None, 0, False) == \
+        Lengths(20 * MS, True, 40 * MS, 15 * MS)
+    # with the JIT at the wait asked: the JIT's run, and the interpreter ran
+    # at least to where the JIT started, unless a longer length is known
+    assert Lengths().after(40 * MS, 10 * MS, 15 * MS, True) == \
+        Lengths(10 * MS, False, 40 * MS, 15 * MS)
+    assert Lengths(20 * MS, True).after(40 * MS, 10 * MS, 15 * MS, True) == \
+        Lengths(20 * MS, True, 40 * MS, 15 * MS)
+    # the program grew past the known length: only a lower bound again
+    assert Lengths(20 * MS, True).after(60 * MS, 30 * MS, 15 * MS, True) == \
+        Lengths(30 * MS, False, 60 * MS, 15 * MS)
+    # a wait longer than asked (the history's): the JIT's run is not a usual one
+    assert Lengths(10 * MS, False, 40 * MS, 15 * MS).after(90 * MS, 60 * MS, 15 * MS, False) \
+        == Lengths(60 * MS, False, 40 * MS, 15 * MS)
 
 
 def test_a_small_change_is_not_written_a_large_one_is(runs_folder):
     RunHistory(("o",), CODE, CONSTS).save(20 * MS)
     RunHistory(("o",), CODE, CONSTS).save(24 * MS)        # within a quarter
-    assert RunHistory(("o",), CODE, CONSTS).last_ns == 20 * MS
+    assert RunHistory(("o",), CODE, CONSTS).last.interp_ns == 20 * MS
     RunHistory(("o",), CODE, CONSTS).save(30 * MS)
-    assert RunHistory(("o",), CODE, CONSTS).last_ns == 30 * MS
+    assert RunHistory(("o",), CODE, CONSTS).last.interp_ns == 30 * MS
+    RunHistory(("o",), CODE, CONSTS).save(40 * MS, 10 * MS, 15 * MS)     # a JIT run: new
+    assert RunHistory(("o",), CODE, CONSTS).last == Lengths(30 * MS, True, 40 * MS, 15 * MS)
+    RunHistory(("o",), CODE, CONSTS).save(45 * MS, 10 * MS, 18 * MS)     # within a quarter
+    assert RunHistory(("o",), CODE, CONSTS).last.jit_ns == 40 * MS
+    RunHistory(("o",), CODE, CONSTS).save(45 * MS, 10 * MS, 25 * MS)     # its own work moved
+    assert RunHistory(("o",), CODE, CONSTS).last.jit_own_ns == 25 * MS
+    RunHistory(("o",), CODE, CONSTS).save(45 * MS, 35 * MS, 25 * MS)     # exact -> at least
+    assert RunHistory(("o",), CODE, CONSTS).last == Lengths(35 * MS, False, 45 * MS, 25 * MS)
 
 
-@pytest.mark.parametrize("damage", ["flip", "truncate", "other format"])
+@pytest.mark.parametrize("damage", ["flip", "truncate", "other format", "bad value"])
 def test_a_damaged_file_reads_as_no_history(runs_folder, damage):
     h = RunHistory(("o",), CODE, CONSTS)
-    h.save(20 * MS)
-    blob = h.path.read_bytes()
-    h.path.write_bytes({"flip": blob[:-1] + bytes([blob[-1] ^ 1]), "truncate": blob[:7],
-                        "other format": b"SLRH0" + blob[5:]}[damage])
-    assert RunHistory(("o",), CODE, CONSTS).last_ns is None
+    if damage == "bad value":       # sealed, but not lengths
+        run_history.keep_sealed(h.path, run_history.FORMAT, (h.key, (-1, True, None, 0)), 9)
+    else:
+        h.save(20 * MS)
+        blob = h.path.read_bytes()
+        h.path.write_bytes({"flip": blob[:-1] + bytes([blob[-1] ^ 1]), "truncate": blob[:7],
+                            "other format": b"SLRH1" + blob[5:]}[damage])
+    assert RunHistory(("o",), CODE, CONSTS).last == Lengths()
 
 
 def test_an_unwritable_folder_keeps_nothing_and_fails_nothing(runs_folder):
     runs_folder.parent.mkdir(parents=True, exist_ok=True)
     runs_folder.write_text("a file where the folder would be")
     RunHistory(("o",), CODE, CONSTS).save(20 * MS)
-    assert RunHistory(("o",), CODE, CONSTS).last_ns is None
+    assert RunHistory(("o",), CODE, CONSTS).last == Lengths()
 
 
 SHORT = "s = 0\ni = 0\nwhile i < 300:\n    s = s + i\n    i += 1\nprint(s)\n"
@@ -78,22 +109,34 @@ def _jit(program, **opts):
         if history is None:
             return wait, None, None
         options = history.key[0]
-        return wait, options, RunHistory(options, program.code, program.consts).last_ns
+        return wait, options, RunHistory(options, program.code, program.consts).last
     return isolate.call("a JIT with a history", child)
 
 
 def test_a_jit_takes_its_wait_from_the_last_run_and_keeps_this_ones(runs_folder):
     program = compile_text(SHORT, "history.py", "minipy")
     wait, options, kept = _jit(program, payback_ms=10, trace_cache="on")
-    assert wait == 10 * MS and kept is not None and kept > 0       # no history yet: as asked
+    # no history yet: as asked; the run ended before the JIT started
+    assert wait == 10 * MS and kept.interp_exact and kept.interp_ns > 0 and kept.jit_ns is None
     assert options[:2] == ("jit-direct", 3)
-    for last, want in ((22 * MS, 33 * MS), (1000 * MS, 0), (35 * MS, 10 * MS)):
+    for last, want in ((Lengths(22 * MS, True), 33 * MS), (Lengths(1000 * MS, True), 0),
+                       (Lengths(35 * MS, True), 10 * MS),
+                       (Lengths(22 * MS, True, 36 * MS, 14 * MS), 33 * MS),
+                       (Lengths(10 * MS, False, 36 * MS, 14 * MS), 54 * MS)):
         key = RunHistory(options, program.code, program.consts)
         key.path.unlink(missing_ok=True)
-        key.last_ns = None
-        key.save(last)
+        key.last = Lengths()
+        run_history.keep_sealed(key.path, run_history.FORMAT, (key.key, tuple(last)), 9)
         wait, _, _ = _jit(program, payback_ms=10, trace_cache="on")
         assert wait == want, (last, wait)
+
+
+def test_a_run_whose_jit_starts_keeps_its_length_and_the_jits_own_work(runs_folder):
+    program = compile_text(SHORT, "history-jit.py", "minipy")
+    wait, _, kept = _jit(program, payback_ms=0.001, trace_cache="on")
+    assert wait == 1000
+    assert not kept.interp_exact and 0 < kept.interp_ns <= kept.jit_ns
+    assert 0 < kept.jit_own_ns < kept.jit_ns
 
 
 def test_with_the_trace_cache_off_or_no_wait_there_is_no_history(runs_folder):

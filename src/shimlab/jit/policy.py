@@ -43,21 +43,40 @@ def payback_countdown(counted: int, in_ns: int, left_ns: int, threshold: int) ->
     return max(threshold, min(NEVER, counted * left_ns // in_ns))
 
 
-def remembered_wait(last_ns: int | None, wait_ns: int) -> int:
-    """The payback wait for a run whose last run of the same program spent
-    last_ns in the VM (None: unknown).  The wait is ski rental, and the last
-    run is the best guess at this one: one that ended before three waits
-    (the wait, the JIT's start, about the same again, and the traces to
-    win it back) was too short for the JIT to pay, so this one waits past
-    half as long again as it ran (the same run ends first, at the
-    interpreter's cost); one over four waits long starts the JIT at its
-    first hot loop, since the wait would only delay the traces.  A run whose
-    input makes it longer or shorter than the last loses at most the wait
-    or the JIT's start."""
-    if last_ns is None or wait_ns <= 0:
+def remembered_wait(last, wait_ns: int) -> int:
+    """The payback wait for a run of a program whose earlier runs went as
+    `last` says (run_history.Lengths; None: unknown).  The wait is ski
+    rental, and the earlier runs are the best guess at this one:
+    - a run with the JIT that took at least as long as the interpreter alone
+      did: the JIT does not pay here, so this run waits past half as long
+      again as the interpreter took, and ends first at its cost;
+    - a run with the JIT whose VM time (its JIT's own work aside) was under
+      three waits, beside an interpreter's length known only as where that
+      run's JIT started: whether it pays is unknown, so this run waits past
+      half as long again as that run took.  Either it ends first (the
+      interpreter's length, now known) or its JIT starts late, once, and
+      the interpreter's length is known to exceed the JIT's run;
+    - no run with the JIT yet: an interpreter's run under three waits (the
+      wait, the JIT's start, about the same again, and the traces to win
+      it back) was too short for the JIT to pay, so this run waits past
+      half as long again;
+    - otherwise the JIT pays: a run over four waits long starts it at its
+      first hot loop, since the wait would only delay the traces.
+    The JIT's start differs by host (Zen 4 5.6-13.3 ms, Zen 3 12.2-14.5 ms),
+    which the runs with it measure.  A run whose input makes it longer or
+    shorter than the last loses at most the wait or the JIT's start."""
+    if last is None or wait_ns <= 0 or last.interp_ns is None:
         return wait_ns
-    if last_ns < 3 * wait_ns:
-        return max(wait_ns, last_ns * 3 // 2)
-    if last_ns > 4 * wait_ns:
-        return 0
-    return wait_ns
+    interp, jit = last.interp_ns, last.jit_ns
+
+    def past(ns: int) -> int:
+        return max(wait_ns, ns * 3 // 2)
+    if jit is None:
+        if interp < 3 * wait_ns:
+            return past(interp)
+    elif jit >= interp:
+        if last.interp_exact:
+            return past(interp)
+        if jit - last.jit_own_ns < 3 * wait_ns:
+            return past(jit)
+    return 0 if max(interp, jit or 0) > 4 * wait_ns else wait_ns

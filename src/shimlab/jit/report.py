@@ -65,6 +65,18 @@ class JitStats:
     start_ns: int = 0            # loading the stencils before the first trace (thread CPU)
 
 
+def _history_says(last) -> str:
+    """Why the payback wait is what it is: the earlier runs it follows."""
+    if last.interp_ns is None:
+        return ""
+    runs = [f"the interpreter alone {'' if last.interp_exact else 'at least '}"
+            f"{last.interp_ns / 1e6:.1f} ms"]
+    if last.jit_ns is not None:
+        runs.append(f"with the JIT {last.jit_ns / 1e6:.1f} ms "
+                    f"({last.jit_own_ns / 1e6:.1f} of it the JIT's own)")
+    return f", as earlier runs of it suggest ({', '.join(runs)}, in the VM)"
+
+
 def report(jit, counts=None) -> str:
     """--stats; counts (a count build's per-opcode counts) adds the share
     of VM instructions that ran in traces."""
@@ -84,8 +96,7 @@ def report(jit, counts=None) -> str:
     if s.start_ns:
         lines.append(f"  the JIT's start (stencils loaded before the first trace): "
                      f"{s.start_ns / 1e6:.1f} ms")
-    last = jit.history.last_ns if jit.history is not None else None
-    why = "" if last is None else f", as the last run of it ({last / 1e6:.1f} ms in the VM) suggests"
+    why = "" if jit.history is None else _history_says(jit.history.last)
     if jit.payback_ns:
         lines.append(f"  payback: nothing compiled before the run had spent "
                      f"{round(jit.payback_ns / 1e6, 1):g} ms in the interpreter{why} "
