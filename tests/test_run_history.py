@@ -144,3 +144,42 @@ def test_with_the_trace_cache_off_or_no_wait_there_is_no_history(runs_folder):
     assert _jit(program, payback_ms=10, trace_cache="off") == (10 * MS, None, None)
     assert _jit(program, payback_ms=0, trace_cache="on") == (0, None, None)
     assert not runs_folder.exists() or not list(runs_folder.iterdir())
+
+
+def test_a_run_sits_the_jit_out_where_its_history_says_it_loses(runs_folder, tmp_path, capfd):
+    """`shimlab run` of a program whose JIT run took longer than the
+    interpreter alone runs the tail-call interpreter instead (jit/sit_out.py)
+    and keeps its length; a history where the JIT won, --jit-threshold,
+    --no-trace-cache, --stencil or --check run the JIT (--perf-map too)."""
+    from shimlab.cli import main
+    from shimlab.jit.run_history import run_options
+    path = tmp_path / "sit.py"
+    path.write_text(SHORT)
+    program = compile_text(SHORT, str(path), "minipy")
+    want = f"{sum(range(300))}\n"
+    key = RunHistory(run_options("jit-direct", 3, 0, True, 30000), program.code, program.consts)
+
+    def run(last, *extra):
+        key.path.unlink(missing_ok=True)
+        run_history.keep_sealed(key.path, run_history.FORMAT, (key.key, tuple(last)), 9)
+
+        def child():
+            _alarm(CHILD_TIMEOUT)
+            return main(["run", str(path), "--mode", "jit-direct", "--stats", "--no-isolate",
+                         *extra])
+        assert isolate.call("shimlab run", child) == 0
+        out, err = capfd.readouterr()
+        assert out == want
+        kept = RunHistory(key.key[0], program.code, program.consts).last
+        return err, kept
+    loses = Lengths(20 * MS, True, 36 * MS, 14 * MS)
+    err, kept = run(loses)
+    assert "sat this run out on the tailcall interpreter" in err and "36.0 ms" in err, err
+    # its own length, exact (this program runs for well under a millisecond)
+    assert kept.interp_exact and kept.interp_ns < 20 * MS and kept.jit_ns == 36 * MS
+    for last, extra in ((Lengths(60 * MS, True, 45 * MS, 14 * MS), ()),
+                        (loses, ("--jit-threshold", "64")), (loses, ("--no-trace-cache",)),
+                        (loses, ("--stencil", "LOAD_CONST=LOAD_CONST")), (loses, ("--check",))):
+        err, _ = run(last, *extra)
+        assert "sat this run out" not in err and "\njit (jit-direct): " in "\n" + err, \
+            (extra, err)

@@ -5,6 +5,7 @@ import argparse
 import os
 import stat
 import sys
+import time
 
 from .. import isa, isolate, modes, oracle, vm
 from ..errors import ShimlabError
@@ -275,6 +276,26 @@ def _unwinding_on_termination(fn):
                 signal.signal(sig, handler)
 
 
+def _sitting_out(args, program, count: bool, overrides: dict) -> tuple | None:
+    """For a JIT mode whose run history says the JIT loses on this program
+    (jit/sit_out.py): the mode to build instead, the history, --stats' line.
+    Only where the history is kept: the JIT's payback wait on (no
+    --jit-threshold), the trace cache on; never with --stencil, --perf-map
+    or --check, whose user wants the JIT itself run."""
+    if not modes.is_jit(args.mode) or args.jit_threshold or overrides or args.perf_map \
+            or args.check:
+        return None
+    from ..jit.defaults import trace_cache_setting
+    if trace_cache_setting(args.trace_cache) == "off":
+        return None
+    from ..jit import sit_out
+    history = sit_out.sitting_out(args.mode, args.jit_opt, args.cache, count,
+                                  args.tape_size, program)
+    if history is None:
+        return None
+    return sit_out.PLAIN_MODE, history, sit_out.report(args.mode, history)
+
+
 def cmd_run(args) -> int:
     check_numbers(args)
     # --isolate: the run happens in a forked child, so a fault or a timeout
@@ -340,11 +361,12 @@ def cmd_run(args) -> int:
         def child():
             return _lean(oracle.run(program, data, **limits))
     else:
-        # --stats counts instructions too: the share of them that ran in traces
-        b = build.build(args.mode, args.cc, count=args.count or args.stats, cache=args.cache,
-                        code_layout=args.code_layout)
+        count = args.count or args.stats      # --stats: the share of them that ran in traces
+        sat_out = _sitting_out(args, program, count, overrides)
+        b = build.build(args.mode if sat_out is None else sat_out[0], args.cc, count=count,
+                        cache=args.cache, code_layout=args.code_layout)
         jit = None
-        if modes.is_jit(args.mode):
+        if modes.is_jit(args.mode) and sat_out is None:
             jit = {"threshold": args.jit_threshold or DEFAULT_THRESHOLD,
                    "payback_ms": 0 if args.jit_threshold else PAYBACK_MS,
                    "stats": args.stats, "opt": args.jit_opt,
@@ -356,6 +378,12 @@ def cmd_run(args) -> int:
         def child():
             if tee is not None and isolated:
                 tee.in_child()
+            if sat_out is not None:
+                with vm.Loaded(b, program, data, **limits) as loaded:
+                    t0 = time.thread_time_ns()
+                    result = _lean(loaded.run())
+                    sat_out[1].save(time.thread_time_ns() - t0)
+                return result, sat_out[2] if args.stats else None
             if jit is None:
                 return _lean(vm.run(b, program, data, **limits)), None
             with vm.Loaded(b, program, data, jit=jit, **limits) as loaded:

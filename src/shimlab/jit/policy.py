@@ -43,6 +43,14 @@ def payback_countdown(counted: int, in_ns: int, left_ns: int, threshold: int) ->
     return max(threshold, min(NEVER, counted * left_ns // in_ns))
 
 
+def jit_loses(last) -> bool:
+    """The earlier runs (run_history.Lengths) say the JIT does not pay for
+    this program here: its run took no less than the interpreter alone, run
+    to the end.  A run then sits the JIT out (sit_out.py)."""
+    return last is not None and last.interp_exact and last.interp_ns is not None and \
+        last.jit_ns is not None and last.jit_ns >= last.interp_ns
+
+
 def remembered_wait(last, wait_ns: int) -> int:
     """The payback wait for a run of a program whose earlier runs went as
     `last` says (run_history.Lengths; None: unknown).  The wait is ski
@@ -74,9 +82,9 @@ def remembered_wait(last, wait_ns: int) -> int:
     if jit is None:
         if interp < 3 * wait_ns:
             return past(interp)
+    elif jit_loses(last):
+        return past(interp)
     elif jit >= interp:
-        if last.interp_exact:
-            return past(interp)
         if jit - last.jit_own_ns < 3 * wait_ns:
             return past(jit)
     return 0 if max(interp, jit or 0) > 4 * wait_ns else wait_ns

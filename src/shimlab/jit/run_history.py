@@ -86,10 +86,17 @@ def _valid(value) -> bool:
         (interp is not None or jit is None)
 
 
+def run_options(mode: str, opt: int, cache: int, count: bool, tape_len: int) -> tuple:
+    """What besides the program changes how long a run takes: the history's
+    key, the same whether the JIT (runtime.Jit) or the run that sits it out
+    (sit_out.py) reads it."""
+    return (mode, int(opt), int(cache), bool(count), int(tape_len))
+
+
 class RunHistory:
-    """options: plain values that change how long a run takes (the mode,
-    the optimizer's level, K, a count build); code, consts: the program
-    (program: its digest.program_digest, when already made)."""
+    """options: plain values that change how long a run takes (run_options);
+    code, consts: the program (program: its digest.program_digest, when
+    already made)."""
 
     def __init__(self, options: tuple, code, consts, program: str | None = None):
         self.key = (options, program or program_digest(code, consts))

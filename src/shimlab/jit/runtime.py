@@ -161,11 +161,11 @@ class Jit:
         # program suggests (run_history.py, policy.remembered_wait)
         self.history = None
         if self.payback_ns and self.trace_cache_setting != "off":
-            from .run_history import RunHistory
+            from .run_history import RunHistory, run_options
             build = loaded.build
-            self.history = RunHistory((self.mode, opt, build.cache, bool(build.count),
-                                       int(vm.tape_len)), self.code, loaded.program.consts,
-                                      self.program_digest)
+            self.history = RunHistory(run_options(self.mode, opt, build.cache, build.count,
+                                                  vm.tape_len),
+                                      self.code, loaded.program.consts, self.program_digest)
             self.payback_ns = remembered_wait(self.history.last, self.payback_ns)
         if self.payback_ns:
             # while the JIT waits, a loop that gets hot stops the run at once,
