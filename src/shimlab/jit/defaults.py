@@ -17,10 +17,9 @@ DEFAULT_THRESHOLD = 64
 # longer pays; then ~0.3-0.6 ms a trace).  A run that ends before then pays
 # nothing for the JIT; one that goes on has lost at most what it would have
 # paid (runtime.Jit._wait_for_payback; issue 24).  With the trace cache on,
-# the wait follows the last run's length (policy.remembered_wait).
-# On Zen 3 (December 7, 2026) the start is 12.2-14.5 ms, over the wait, so
-# remembered_wait's "three waits" lets fib.py and modpow.py start the JIT
-# every run (docs/findings.md, "The venv's Python was not Debian's").
+# the wait follows earlier runs with and without the JIT, measured on this
+# host (policy.remembered_wait), and a program the JIT loses on sits it out
+# (sit_out.py): Zen 3's start, 12.2-14.5 ms, is over the wait.
 PAYBACK_MS = 10
 # the trace optimizer's levels (jit/optimize.py says what each does)
 LEVELS = (0, 1, 2, 3)
