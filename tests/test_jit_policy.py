@@ -179,7 +179,7 @@ def test_the_wait_follows_the_earlier_runs_of_the_program():
     w = 10 * ms
 
     def wait(*last):
-        return remembered_wait(Lengths(*last), w)
+        return remembered_wait(Lengths(*last), w, explore=False)
     assert remembered_wait(None, w) == w
     assert wait() == w
     # no run with the JIT yet
@@ -200,3 +200,26 @@ def test_the_wait_follows_the_earlier_runs_of_the_program():
     assert wait(10 * ms, False, 400 * ms, 100 * ms) == 0
     assert wait(10 * ms, False, 38 * ms, 2 * ms) == w              # VM time 36: between
     assert remembered_wait(Lengths(5000 * ms, True), 0) == 0        # --jit-threshold: no wait
+    # a run exploring the JIT where it lost by little waits as asked
+    assert remembered_wait(Lengths(17 * ms, True, 30 * ms, 14 * ms), w, explore=True) == w
+    assert remembered_wait(Lengths(17 * ms, True, 36 * ms, 14 * ms), w, explore=True) == \
+        25_500_000                                                  # 36 >= 2 x 17: not close
+
+
+def test_a_run_sits_the_jit_out_where_it_lost_and_now_and_then_explores():
+    """policy.sits_out: the JIT's run no shorter than the interpreter's, both
+    measured to the end: sit out; an exploring process (one in EXPLORE)
+    takes the other option where the two are within 2x, and only there."""
+    from shimlab.jit.policy import sits_out
+    from shimlab.jit.run_history import Lengths
+    ms = 1_000_000
+    for last, plain, exploring in (
+            (None, False, False), (Lengths(), False, False),
+            (Lengths(20 * ms, True), False, False),                    # no JIT run yet
+            (Lengths(10 * ms, False, 36 * ms, 14 * ms), False, False),  # a lower bound only
+            (Lengths(20 * ms, True, 32 * ms, 14 * ms), True, False),   # lost, close
+            (Lengths(20 * ms, True, 45 * ms, 14 * ms), True, True),    # lost by over 2x
+            (Lengths(33 * ms, True, 23 * ms, 11 * ms), False, True),   # won, close
+            (Lengths(900 * ms, True, 300 * ms, 60 * ms), False, False)):  # won by over 2x
+        assert sits_out(last, explore=False) == plain, last
+        assert sits_out(last, explore=True) == exploring, last

@@ -12,7 +12,7 @@ import pytest
 from conftest import get_build
 from shimlab import isolate, vm
 from shimlab.frontend import compile_text
-from shimlab.jit import run_history
+from shimlab.jit import policy, run_history
 from shimlab.jit.run_history import Lengths, RunHistory
 from test_jit import CHILD_TIMEOUT, JIT_CC, _alarm
 
@@ -24,6 +24,8 @@ CODE, CONSTS = [(1, 2), (3, 4)], [7]
 def runs_folder(monkeypatch, tmp_path):
     folder = tmp_path / "runs"
     monkeypatch.setattr(run_history, "folder", lambda: folder)
+    # this process's draw of policy.EXPLORE: none here (a forked run inherits it)
+    monkeypatch.setattr(policy, "_EXPLORING", False)
     return folder
 
 
@@ -177,6 +179,17 @@ def test_a_run_sits_the_jit_out_where_its_history_says_it_loses(runs_folder, tmp
     assert "sat this run out on the tailcall interpreter" in err and "36.0 ms" in err, err
     # its own length, exact (this program runs for well under a millisecond)
     assert kept.interp_exact and kept.interp_ns < 20 * MS and kept.jit_ns == 36 * MS
+    # a process that explores (one in policy.EXPLORE) runs the JIT where the
+    # two are close, and sits it out where the JIT won by little
+    policy._EXPLORING = True
+    err, _ = run(loses)
+    assert "sat this run out" not in err and "payback: nothing compiled before the run had " \
+        "spent 10 ms" in err, err
+    err, _ = run(Lengths(50 * MS, True, 45 * MS, 14 * MS))
+    assert "sat this run out on the tailcall interpreter (to measure it again" in err, err
+    err, _ = run(Lengths(20 * MS, True, 90 * MS, 14 * MS))      # far apart: no exploring
+    assert "sat this run out" in err, err
+    policy._EXPLORING = False
     for last, extra in ((Lengths(60 * MS, True, 45 * MS, 14 * MS), ()),
                         (loses, ("--jit-threshold", "64")), (loses, ("--no-trace-cache",)),
                         (loses, ("--stencil", "LOAD_CONST=LOAD_CONST")), (loses, ("--check",))):

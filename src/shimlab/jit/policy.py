@@ -11,6 +11,8 @@ instruction has no stencil never starts one: the recording would stop
 before its first instruction."""
 from __future__ import annotations
 
+import os
+
 from .. import isa
 
 NEVER = (1 << 63) - 1       # a countdown that never runs out
@@ -43,21 +45,49 @@ def payback_countdown(counted: int, in_ns: int, left_ns: int, threshold: int) ->
     return max(threshold, min(NEVER, counted * left_ns // in_ns))
 
 
-def jit_loses(last) -> bool:
-    """The earlier runs (run_history.Lengths) say the JIT does not pay for
-    this program here: its run took no less than the interpreter alone, run
-    to the end.  A run then sits the JIT out (sit_out.py)."""
+# One run in EXPLORE, drawn once a process (a forked run inherits the draw,
+# so `run` and its child agree), tries the option the history turned down
+# when the two lengths are within 2x: a length measured high once (another
+# process on the core's sibling thread doubled fib.py's interpreter run
+# here) would otherwise decide every later run, as the other option is
+# never measured again.  Where they differ more, no noise flips the choice.
+EXPLORE = 8
+_EXPLORING = int.from_bytes(os.urandom(2), "little") % EXPLORE == 0
+
+
+def _measured(last) -> bool:
+    """Both lengths known, the interpreter's to a run's end."""
     return last is not None and last.interp_exact and last.interp_ns is not None and \
-        last.jit_ns is not None and last.jit_ns >= last.interp_ns
+        last.jit_ns is not None
 
 
-def remembered_wait(last, wait_ns: int) -> int:
+def _close(last) -> bool:
+    return max(last.jit_ns, last.interp_ns) < 2 * min(last.jit_ns, last.interp_ns)
+
+
+def sits_out(last, explore: bool | None = None) -> bool:
+    """Whether a run sits the JIT out (sit_out.py), by the earlier runs
+    (run_history.Lengths): the JIT's run took no less than the interpreter
+    alone, run to the end.  explore (None: this process's draw): try the
+    other option where the two are close, which re-measures it."""
+    if not _measured(last):
+        return False
+    loses = last.jit_ns >= last.interp_ns
+    if _close(last) and (_EXPLORING if explore is None else explore):
+        return not loses
+    return loses
+
+
+def remembered_wait(last, wait_ns: int, explore: bool | None = None) -> int:
     """The payback wait for a run of a program whose earlier runs went as
-    `last` says (run_history.Lengths; None: unknown).  The wait is ski
-    rental, and the earlier runs are the best guess at this one:
+    `last` says (run_history.Lengths; None: unknown), and that does not sit
+    the JIT out.  The wait is ski rental, and the earlier runs are the best
+    guess at this one:
     - a run with the JIT that took at least as long as the interpreter alone
-      did: the JIT does not pay here, so this run waits past half as long
-      again as the interpreter took, and ends first at its cost;
+      did: the JIT does not pay here.  `run` sits such a run out; one that
+      explores the JIT (sits_out) waits as asked; any other (a run under
+      --check, or through vm.Loaded) waits past half as long again as the
+      interpreter took, and ends first at its cost;
     - a run with the JIT whose VM time (its JIT's own work aside) was under
       three waits, beside an interpreter's length known only as where that
       run's JIT started: whether it pays is unknown, so this run waits past
@@ -82,8 +112,9 @@ def remembered_wait(last, wait_ns: int) -> int:
     if jit is None:
         if interp < 3 * wait_ns:
             return past(interp)
-    elif jit_loses(last):
-        return past(interp)
+    elif _measured(last) and jit >= interp:
+        exploring = _EXPLORING if explore is None else explore
+        return wait_ns if exploring and _close(last) else past(interp)
     elif jit >= interp:
         if jit - last.jit_own_ns < 3 * wait_ns:
             return past(jit)
