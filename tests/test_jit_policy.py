@@ -168,8 +168,9 @@ def test_a_waiting_jit_records_nothing():
 def test_the_wait_follows_the_earlier_runs_of_the_program():
     """policy.remembered_wait: a JIT run no shorter than the interpreter
     alone makes this run wait past half as long again as the interpreter
-    took; one short in VM time, beside an interpreter's length known only
-    as a lower bound, waits past half as long again as the JIT's run (to
+    took; one short without its JIT's own work (under four waits), beside
+    an interpreter's length known only as a lower bound, waits past half
+    as long again as the JIT's run (to
     learn the interpreter's); with no JIT run, an interpreter's run under
     three waits waits past it; a long one (over four waits) starts the JIT
     at once; unknown, between, or no wait asked: the wait as asked."""
@@ -198,7 +199,8 @@ def test_the_wait_follows_the_earlier_runs_of_the_program():
     # short in VM time: wait past it; long in VM time: the JIT pays
     assert wait(10 * ms, False, 36 * ms, 14 * ms) == 54 * ms
     assert wait(10 * ms, False, 400 * ms, 100 * ms) == 0
-    assert wait(10 * ms, False, 38 * ms, 2 * ms) == w              # VM time 36: between
+    assert wait(10 * ms, False, 49 * ms, 18 * ms) == 73_500_000     # 31 without the JIT's own
+    assert wait(10 * ms, False, 44 * ms, 2 * ms) == 0              # 42: long
     assert remembered_wait(Lengths(5000 * ms, True), 0) == 0        # --jit-threshold: no wait
     # a run exploring the JIT where it lost by little waits as asked
     assert remembered_wait(Lengths(17 * ms, True, 30 * ms, 14 * ms), w, explore=True) == w

@@ -378,15 +378,17 @@ def cmd_run(args) -> int:
         def child():
             if tee is not None and isolated:
                 tee.in_child()
+            # the run history's lengths: thread CPU from loading to closing
+            t0 = time.thread_time_ns()
             if sat_out is not None:
                 with vm.Loaded(b, program, data, **limits) as loaded:
-                    t0 = time.thread_time_ns()
                     result = _lean(loaded.run())
-                    sat_out[1].save(time.thread_time_ns() - t0)
+                sat_out[1].save(time.thread_time_ns() - t0)
                 return result, sat_out[2] if args.stats else None
             if jit is None:
                 return _lean(vm.run(b, program, data, **limits)), None
-            with vm.Loaded(b, program, data, jit=jit, **limits) as loaded:
+            with vm.Loaded(b, program, data, jit=dict(jit, loading_since_ns=t0),
+                           **limits) as loaded:
                 result = _lean(loaded.run())
                 return result, (loaded.jit.report(result.counts)
                                 if loaded.jit and args.stats else None)

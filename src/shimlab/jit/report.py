@@ -74,7 +74,8 @@ def _history_says(last) -> str:
     if last.jit_ns is not None:
         runs.append(f"with the JIT {last.jit_ns / 1e6:.1f} ms "
                     f"({last.jit_own_ns / 1e6:.1f} of it the JIT's own)")
-    return f", as earlier runs of it suggest ({', '.join(runs)}, in the VM)"
+    return (f", as earlier runs of it suggest ({', '.join(runs)}, from loading the "
+            f"program to closing it)")
 
 
 def report(jit, counts=None) -> str:

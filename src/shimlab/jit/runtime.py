@@ -46,7 +46,7 @@ class Jit:
                  source: str = "peachpy", entry_sites: int | None = None,
                  opt: int = 0, link: bool | None = None, side_threshold: int | None = None,
                  regions: bool = True, trace_cache: str | bool | None = False,
-                 payback_ms: float = 0):
+                 payback_ms: float = 0, loading_since_ns: int | None = None):
         """stretches: (first pc, end pc) of straight-line code to compile as
         traces before the first run (benchmarks place their crossings so);
         record=False: never record hot loops; stencils: {"DUP": "DUP:mine"}
@@ -66,7 +66,11 @@ class Jit:
         default, or None: as $SHIMLAB_TRACE_CACHE says, on when unset:
         `shimlab run`'s default); payback_ms: compile nothing until the run
         has spent this much CPU time in the interpreter (0: from the first
-        recording; policy.payback_countdown)."""
+        recording; policy.payback_countdown); loading_since_ns: the thread
+        CPU time when the caller began loading the program (`run`'s child):
+        the run history's lengths count from there to the end of close(),
+        as a run that sits the JIT out counts its own (sit_out.py)."""
+        load_t0 = time.thread_time_ns() if loading_since_ns is None else loading_since_ns
         if threshold < 1:
             raise JitError("--jit-threshold must be at least 1")
         f = self.ffi = ffi()
@@ -174,7 +178,7 @@ class Jit:
             # from 23.1 to 33.7 ms in the VM (--stats, Zen 3)
             vm.rec_cap = 0
         self._run_t0 = time.thread_time_ns()      # (prepared() sets it again)
-        self._ran_ns = 0                          # the last run's, JIT included (check())
+        self._load_t0 = load_t0                   # the history's lengths count from here
         self._jit_from_ns: int | None = None      # when in it the JIT started (_ready)
         self._jit_own_ns = 0                      # its time in recorded(), the JIT's own work
         self._waits: dict[int, tuple[int, int]] = {}    # pc: (when, countdown) of its last wait
@@ -219,7 +223,7 @@ class Jit:
         if self.ready:
             return
         t0 = time.thread_time_ns()
-        self._jit_from_ns = max(1, t0 - self._run_t0)
+        self._jit_from_ns = max(1, t0 - self._load_t0)
         from .trace import return_points
         self.returns = return_points(self.code, sorted(self.entries))
         store = _stencil_store()
@@ -469,7 +473,6 @@ class Jit:
 
     # -- after a run -------------------------------------------------------------
     def check(self) -> None:
-        self._ran_ns = time.thread_time_ns() - self._run_t0
         if self.error is not None:
             e, self.error = self.error, None
             if isinstance(e, ShimlabError):
@@ -485,8 +488,12 @@ class Jit:
     def close(self) -> None:
         if self._memory is not None:
             self._memory.release()
-        if self.history is not None and self.error is None:
-            self.history.save(self._ran_ns, self._jit_from_ns, self._jit_own_ns,
-                              waited_as_asked=self.payback_ns <= self.payback_asked_ns)
         if self.trace_cache is not None:
             self.trace_cache.save()
+        if self.history is not None and self.error is None:
+            # the whole of it, loading and closing too: what the JIT's path
+            # costs besides the VM (its runtime, the trace cache's file)
+            # decides against a run that sits it out
+            self.history.save(time.thread_time_ns() - self._load_t0, self._jit_from_ns,
+                              self._jit_own_ns,
+                              waited_as_asked=self.payback_ns <= self.payback_asked_ns)

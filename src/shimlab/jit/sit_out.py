@@ -28,7 +28,7 @@ def report(mode: str, history: RunHistory) -> str:
     why = "" if last.jit_ns >= last.interp_ns else \
         f" (to measure it again: one run in {EXPLORE} where the two are within 2x)"
     return (f"jit ({mode}): sat this run out on the {PLAIN_MODE} interpreter{why}: earlier "
-            f"runs took {last.jit_ns / 1e6:.1f} ms in the VM with the JIT "
+            f"runs took {last.jit_ns / 1e6:.1f} ms with the JIT "
             f"({last.jit_own_ns / 1e6:.1f} of it the JIT's own) and "
-            f"{last.interp_ns / 1e6:.1f} ms without (--no-trace-cache or --jit-threshold N "
-            f"run the JIT)")
+            f"{last.interp_ns / 1e6:.1f} ms without, from loading the program to closing it "
+            f"(--no-trace-cache or --jit-threshold N run the JIT)")
