@@ -210,18 +210,21 @@ def test_the_wait_follows_the_earlier_runs_of_the_program():
 
 def test_a_run_sits_the_jit_out_where_it_lost_and_now_and_then_explores():
     """policy.sits_out: the JIT's run no shorter than the interpreter's, both
-    measured to the end: sit out; an exploring process (one in EXPLORE)
-    takes the other option where the two are within 2x, and only there."""
+    measured to the end, or no JIT run and an interpreter's run under three
+    waits: sit out; an exploring process (one in EXPLORE) takes the other
+    option where the two are within 2x, and only there."""
     from shimlab.jit.policy import sits_out
     from shimlab.jit.run_history import Lengths
     ms = 1_000_000
     for last, plain, exploring in (
             (None, False, False), (Lengths(), False, False),
-            (Lengths(20 * ms, True), False, False),                    # no JIT run yet
+            (Lengths(20 * ms, True), True, True),       # no JIT run yet, too short to pay
+            (Lengths(35 * ms, True), False, False),     # no JIT run yet, long enough
             (Lengths(10 * ms, False, 36 * ms, 14 * ms), False, False),  # a lower bound only
             (Lengths(20 * ms, True, 32 * ms, 14 * ms), True, False),   # lost, close
             (Lengths(20 * ms, True, 45 * ms, 14 * ms), True, True),    # lost by over 2x
             (Lengths(33 * ms, True, 23 * ms, 11 * ms), False, True),   # won, close
             (Lengths(900 * ms, True, 300 * ms, 60 * ms), False, False)):  # won by over 2x
-        assert sits_out(last, explore=False) == plain, last
-        assert sits_out(last, explore=True) == exploring, last
+        assert sits_out(last, 10 * ms, explore=False) == plain, last
+        assert sits_out(last, 10 * ms, explore=True) == exploring, last
+    assert not sits_out(Lengths(20 * ms, True), 0)                    # no wait: no history

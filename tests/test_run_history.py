@@ -151,8 +151,10 @@ def test_with_the_trace_cache_off_or_no_wait_there_is_no_history(runs_folder):
 def test_a_run_sits_the_jit_out_where_its_history_says_it_loses(runs_folder, tmp_path, capfd):
     """`shimlab run` of a program whose JIT run took longer than the
     interpreter alone runs the tail-call interpreter instead (jit/sit_out.py)
-    and keeps its length; a history where the JIT won, --jit-threshold,
-    --no-trace-cache, --stencil or --check run the JIT (--perf-map too)."""
+    and keeps its length, as it does where no run started the JIT and the
+    last was too short for it to pay; a history where the JIT won,
+    --jit-threshold, --no-trace-cache, --stencil or --check run the JIT
+    (--perf-map too)."""
     from shimlab.cli import main
     from shimlab.jit.run_history import run_options
     path = tmp_path / "sit.py"
@@ -174,6 +176,8 @@ def test_a_run_sits_the_jit_out_where_its_history_says_it_loses(runs_folder, tmp
         assert out == want
         kept = RunHistory(key.key[0], program.code, program.consts).last
         return err, kept
+    err, kept = run(Lengths(20 * MS, True))     # never a JIT run, too short for one to pay
+    assert "sat this run out on the tailcall interpreter: its last run took 20.0 ms" in err, err
     loses = Lengths(20 * MS, True, 36 * MS, 14 * MS)
     err, kept = run(loses)
     assert "sat this run out on the tailcall interpreter" in err and "36.0 ms" in err, err
@@ -191,6 +195,7 @@ def test_a_run_sits_the_jit_out_where_its_history_says_it_loses(runs_folder, tmp
     assert "sat this run out" in err, err
     policy._EXPLORING = False
     for last, extra in ((Lengths(60 * MS, True, 45 * MS, 14 * MS), ()),
+                        (Lengths(35 * MS, True), ()),
                         (loses, ("--jit-threshold", "64")), (loses, ("--no-trace-cache",)),
                         (loses, ("--stencil", "LOAD_CONST=LOAD_CONST")), (loses, ("--check",))):
         err, _ = run(last, *extra)

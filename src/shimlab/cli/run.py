@@ -290,7 +290,7 @@ def _sitting_out(args, program, count: bool, overrides: dict) -> tuple | None:
         return None
     from ..jit import sit_out
     history = sit_out.sitting_out(args.mode, args.jit_opt, args.cache, count,
-                                  args.tape_size, program)
+                                  args.tape_size, program, int(PAYBACK_MS * 1e6))
     if history is None:
         return None
     return sit_out.PLAIN_MODE, history, sit_out.report(args.mode, history)

@@ -66,11 +66,17 @@ def _close(last) -> bool:
     return max(last.jit_ns, last.interp_ns) < 2 * min(last.jit_ns, last.interp_ns)
 
 
-def sits_out(last, explore: bool | None = None) -> bool:
+def sits_out(last, wait_ns: int, explore: bool | None = None) -> bool:
     """Whether a run sits the JIT out (sit_out.py), by the earlier runs
     (run_history.Lengths): the JIT's run took no less than the interpreter
-    alone, run to the end.  explore (None: this process's draw): try the
-    other option where the two are close, which re-measures it."""
+    alone, run to the end; or no run has started the JIT, and the
+    interpreter's run was too short for it to pay (remembered_wait would
+    wait past its end: the hot counters and the JIT's runtime would be all
+    the JIT brought).  explore (None: this process's draw): try the other
+    option where the two are close, which re-measures it."""
+    if last is not None and last.interp_exact and last.interp_ns is not None and \
+            last.jit_ns is None:
+        return wait_ns > 0 and last.interp_ns < 3 * wait_ns
     if not _measured(last):
         return False
     loses = last.jit_ns >= last.interp_ns
