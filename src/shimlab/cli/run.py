@@ -276,24 +276,29 @@ def _unwinding_on_termination(fn):
                 signal.signal(sig, handler)
 
 
-def _sitting_out(args, program, count: bool, overrides: dict) -> tuple | None:
-    """For a JIT mode whose run history says the JIT loses on this program
-    (jit/sit_out.py): the mode to build instead, the history, --stats' line.
-    Only where the history is kept: the JIT's payback wait on (no
-    --jit-threshold), the trace cache on; never with --stencil, --perf-map
-    or --check, whose user wants the JIT itself run."""
-    if not modes.is_jit(args.mode) or args.jit_threshold or overrides or args.perf_map \
-            or args.check:
+def _run_history(args, program, count: bool):
+    """The run history a JIT mode's run reads and keeps (jit/run_history.py),
+    read once here for both the choice to sit the JIT out and the JIT's
+    wait; None where none is kept: --jit-threshold (no payback wait) or the
+    trace cache off."""
+    if not modes.is_jit(args.mode) or args.jit_threshold:
         return None
     from ..jit.defaults import trace_cache_setting
     if trace_cache_setting(args.trace_cache) == "off":
         return None
-    from ..jit import sit_out
-    history = sit_out.sitting_out(args.mode, args.jit_opt, args.cache, count,
-                                  args.tape_size, program, int(PAYBACK_MS * 1e6))
-    if history is None:
-        return None
-    return sit_out.PLAIN_MODE, history, sit_out.report(args.mode, history)
+    from ..jit.run_history import RunHistory, run_options
+    return RunHistory(run_options(args.mode, args.jit_opt, args.cache, count, args.tape_size),
+                      program.code, program.consts)
+
+
+def _sits_out(args, history, overrides: dict) -> bool:
+    """The history says the JIT loses on this program here (jit/sit_out.py);
+    never with --stencil, --perf-map or --check, whose user wants the JIT
+    itself run."""
+    if history is None or overrides or args.perf_map or args.check:
+        return False
+    from ..jit.policy import sits_out
+    return sits_out(history.last, int(PAYBACK_MS * 1e6))
 
 
 def cmd_run(args) -> int:
@@ -362,16 +367,20 @@ def cmd_run(args) -> int:
             return _lean(oracle.run(program, data, **limits))
     else:
         count = args.count or args.stats      # --stats: the share of them that ran in traces
-        sat_out = _sitting_out(args, program, count, overrides)
-        b = build.build(args.mode if sat_out is None else sat_out[0], args.cc, count=count,
+        history = _run_history(args, program, count)
+        sat_out = _sits_out(args, history, overrides)
+        if sat_out:
+            from ..jit import sit_out
+        b = build.build(sit_out.PLAIN_MODE if sat_out else args.mode, args.cc, count=count,
                         cache=args.cache, code_layout=args.code_layout)
         jit = None
-        if modes.is_jit(args.mode) and sat_out is None:
+        if modes.is_jit(args.mode) and not sat_out:
             jit = {"threshold": args.jit_threshold or DEFAULT_THRESHOLD,
                    "payback_ms": 0 if args.jit_threshold else PAYBACK_MS,
                    "stats": args.stats, "opt": args.jit_opt,
                    "perf_map": args.perf_map,
-                   "stencils": overrides, "trace_cache": args.trace_cache}
+                   "stencils": overrides, "trace_cache": args.trace_cache,
+                   "history": history}
             _note_unused(overrides, program)
         what = f"the {args.mode} interpreter ({b.compiler.name}) running {args.file}"
 
@@ -380,11 +389,11 @@ def cmd_run(args) -> int:
                 tee.in_child()
             # the run history's lengths: thread CPU from loading to closing
             t0 = time.thread_time_ns()
-            if sat_out is not None:
+            if sat_out:
                 with vm.Loaded(b, program, data, **limits) as loaded:
                     result = _lean(loaded.run())
-                sat_out[1].save(time.thread_time_ns() - t0)
-                return result, sat_out[2] if args.stats else None
+                history.save(time.thread_time_ns() - t0)
+                return result, sit_out.report(args.mode, history) if args.stats else None
             if jit is None:
                 return _lean(vm.run(b, program, data, **limits)), None
             with vm.Loaded(b, program, data, jit=dict(jit, loading_since_ns=t0),

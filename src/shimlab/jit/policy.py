@@ -56,14 +56,18 @@ EXPLORE = 8
 _EXPLORING = int.from_bytes(os.urandom(2), "little") % EXPLORE == 0
 
 
-def _measured(last) -> bool:
-    """Both lengths known, the interpreter's to a run's end."""
-    return last is not None and last.interp_exact and last.interp_ns is not None and \
-        last.jit_ns is not None
+def _explores(last, explore: bool | None) -> bool:
+    """This run takes the option the history turned down (explore None:
+    this process's draw), where the two lengths are within 2x."""
+    return (_EXPLORING if explore is None else explore) and \
+        max(last.jit_ns, last.interp_ns) < 2 * min(last.jit_ns, last.interp_ns)
 
 
-def _close(last) -> bool:
-    return max(last.jit_ns, last.interp_ns) < 2 * min(last.jit_ns, last.interp_ns)
+def _too_short(last, wait_ns: int) -> bool:
+    """No run has started the JIT, and the interpreter's ended before three
+    waits (the wait, the JIT's start, about the same again, and the traces
+    to win it back): too short for the JIT to pay."""
+    return last.jit_ns is None and last.interp_ns < 3 * wait_ns
 
 
 def sits_out(last, wait_ns: int, explore: bool | None = None) -> bool:
@@ -74,15 +78,12 @@ def sits_out(last, wait_ns: int, explore: bool | None = None) -> bool:
     wait past its end: the hot counters and the JIT's runtime would be all
     the JIT brought).  explore (None: this process's draw): try the other
     option where the two are close, which re-measures it."""
-    if last is not None and last.interp_exact and last.interp_ns is not None and \
-            last.jit_ns is None:
-        return wait_ns > 0 and last.interp_ns < 3 * wait_ns
-    if not _measured(last):
+    if last is None or not last.interp_exact or last.interp_ns is None:
         return False
+    if last.jit_ns is None:
+        return wait_ns > 0 and _too_short(last, wait_ns)
     loses = last.jit_ns >= last.interp_ns
-    if _close(last) and (_EXPLORING if explore is None else explore):
-        return not loses
-    return loses
+    return not loses if _explores(last, explore) else loses
 
 
 def remembered_wait(last, wait_ns: int, explore: bool | None = None) -> int:
@@ -102,10 +103,9 @@ def remembered_wait(last, wait_ns: int, explore: bool | None = None) -> int:
       half as long again as that run took.  Either it ends first (the
       interpreter's length, now known) or its JIT starts late, once, and
       the interpreter's length is known to exceed the JIT's run;
-    - no run with the JIT yet: an interpreter's run under three waits (the
-      wait, the JIT's start, about the same again, and the traces to win
-      it back) was too short for the JIT to pay, so this run waits past
-      half as long again;
+    - no run with the JIT yet: an interpreter's run under three waits was
+      too short for the JIT to pay (_too_short; `run` sits it out), so this
+      run waits past half as long again;
     - otherwise the JIT pays: a run over four waits long starts it at its
       first hot loop, since the wait would only delay the traces.
     The JIT's start differs by host (Zen 4 5.6-13.3 ms, Zen 3 12.2-14.5 ms),
@@ -118,11 +118,10 @@ def remembered_wait(last, wait_ns: int, explore: bool | None = None) -> int:
     def past(ns: int) -> int:
         return max(wait_ns, ns * 3 // 2)
     if jit is None:
-        if interp < 3 * wait_ns:
+        if _too_short(last, wait_ns):
             return past(interp)
-    elif _measured(last) and jit >= interp:
-        exploring = _EXPLORING if explore is None else explore
-        return wait_ns if exploring and _close(last) else past(interp)
+    elif last.interp_exact and jit >= interp:
+        return wait_ns if _explores(last, explore) else past(interp)
     elif jit >= interp:
         if jit - last.jit_own_ns < 4 * wait_ns:
             return past(jit)

@@ -46,7 +46,8 @@ class Jit:
                  source: str = "peachpy", entry_sites: int | None = None,
                  opt: int = 0, link: bool | None = None, side_threshold: int | None = None,
                  regions: bool = True, trace_cache: str | bool | None = False,
-                 payback_ms: float = 0, loading_since_ns: int | None = None):
+                 payback_ms: float = 0, loading_since_ns: int | None = None,
+                 history=None):
         """stretches: (first pc, end pc) of straight-line code to compile as
         traces before the first run (benchmarks place their crossings so);
         record=False: never record hot loops; stencils: {"DUP": "DUP:mine"}
@@ -69,7 +70,9 @@ class Jit:
         recording; policy.payback_countdown); loading_since_ns: the thread
         CPU time when the caller began loading the program (`run`'s child):
         the run history's lengths count from there to the end of close(),
-        as a run that sits the JIT out counts its own (sit_out.py)."""
+        as a run that sits the JIT out counts its own (sit_out.py); history:
+        the run history the caller read (run_history.RunHistory), else this
+        JIT reads its own where it keeps one."""
         load_t0 = time.thread_time_ns() if loading_since_ns is None else loading_since_ns
         if threshold < 1:
             raise JitError("--jit-threshold must be at least 1")
@@ -165,11 +168,15 @@ class Jit:
         # program suggests (run_history.py, policy.remembered_wait)
         self.history = None
         if self.payback_ns and self.trace_cache_setting != "off":
-            from .run_history import RunHistory, run_options
-            build = loaded.build
-            self.history = RunHistory(run_options(self.mode, opt, build.cache, build.count,
-                                                  vm.tape_len),
-                                      self.code, loaded.program.consts, self.program_digest)
+            if history is None:
+                from .run_history import RunHistory, run_options
+                build = loaded.build
+                history = RunHistory(run_options(self.mode, opt, build.cache, build.count,
+                                                 vm.tape_len),
+                                     self.code, loaded.program.consts, self.program_digest)
+            else:   # (the key holds the program's digest: not hashed again for the trace cache)
+                self.__dict__["program_digest"] = history.key[1]
+            self.history = history
             self.payback_ns = remembered_wait(self.history.last, self.payback_ns)
         if self.payback_ns:
             # while the JIT waits, a loop that gets hot stops the run at once,

@@ -2,26 +2,17 @@
 (run_history.py) says the JIT's run of this program took no less than the
 interpreter alone here, or that its run is too short for the JIT to pay
 (policy.sits_out, which now and then tries the JIT again where the two are
-close).  Such a run loads the tail-call
-interpreter the JIT modes are built on, without their hot counters, and
-keeps its length as the interpreter's: a run that input makes longer than
-the JIT's brings the JIT back the next time."""
+close; cli/run.py asks it).  Such a run loads the tail-call interpreter the
+JIT modes are built on, without their hot counters, and keeps its length as
+the interpreter's: a run that input makes longer than the JIT's brings the
+JIT back the next time.  What is here: that interpreter, and --stats' line."""
 from __future__ import annotations
 
-from .policy import EXPLORE, sits_out
-from .run_history import RunHistory, run_options
+from .policy import EXPLORE
+from .run_history import RunHistory
 
 # the interpreter a JIT mode is built on (modes._jit: tailcall with SL_JIT)
 PLAIN_MODE = "tailcall"
-
-
-def sitting_out(mode: str, opt: int, cache: int, count: bool, tape_len: int,
-                program, wait_ns: int) -> RunHistory | None:
-    """The history of a run that sits the JIT out, or None: the JIT runs
-    (wait_ns: the payback wait asked)."""
-    history = RunHistory(run_options(mode, opt, cache, count, tape_len), program.code,
-                         program.consts)
-    return history if sits_out(history.last, wait_ns) else None
 
 
 def report(mode: str, history: RunHistory) -> str:
