@@ -9,13 +9,11 @@ it is written atomically so a crash never leaves half a file.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import json
 import os
 import re
 import sys
 import types
-from pathlib import Path
 
 from shimlab import paths
 from shimlab.atomicfile import write_atomic
@@ -25,7 +23,12 @@ from shimlab.stencil import PLACEHOLDER, AsmError, disassemble
 
 # The assembler (and with it PeachPy, dataclasses, typing), capstone and
 # traceback are imported by the functions that build: a JIT run whose
-# artifact is current only hashes the inputs and lists the prototypes.
+# artifact is current only hashes the inputs and lists the prototypes.  So
+# is pathlib (~6 ms of a JIT run's start on Zen 3): the paths here are strings.
+
+# this folder, as one path however the package was imported (src/peachpy_stencils
+# links here): the stamps of input_files() name it
+HERE = os.path.dirname(os.path.realpath(__file__))
 
 FAMILIES = ("stack", "arith", "branch", "tape", "idioms", "opt", "fused", "exits", "trampoline",
             "cache", "frames")
@@ -45,11 +48,11 @@ def families() -> list[str]:
     return list(FAMILIES)
 
 
-def input_files() -> list[Path]:
+def input_files() -> list[str]:
     """The files the standard stencils are made from (besides the state)."""
-    here = Path(__file__).parent
-    return sorted(here / f"{m}.py" for m in FAMILIES + _NOT_STENCILS) + [
-        paths.CSRC / "vm.h", Path(contract.__file__), paths.SRC / "shimlab" / "stencil.py",
+    return sorted(os.path.join(HERE, f"{m}.py") for m in FAMILIES + _NOT_STENCILS) + [
+        os.path.join(paths.CSRC_DIR, "vm.h"), os.path.realpath(contract.__file__),
+        os.path.join(paths.SRC_DIR, "shimlab", "stencil.py"),
     ]
 
 
@@ -57,24 +60,32 @@ def input_hash(state: dict | None = None) -> str:
     """Hash of the standard stencils' sources, the VM layout and the register contract."""
     h = sha256(json.dumps(state or contract.STATE, sort_keys=True).encode())
     for p in input_files():
-        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+        with open(p, "rb") as f:
+            h.update(os.path.basename(p).encode() + b"\0" + f.read() + b"\0")
     return h.hexdigest()[:16]
 
 
-def prototype_modules() -> list[Path]:
+def prototype_modules() -> list[str]:
     """Prototype stencil modules: any other *.py in peachpy_stencils/, then every *.py
     in the directories $SHIMLAB_STENCILS names (separated like PATH; a file
     there counts as itself).  A name that is neither is kept, so that loading
     it says what is wrong with it."""
-    here = Path(__file__).parent
-    out = sorted(p for p in here.glob("*.py") if p.stem not in FAMILIES + _NOT_STENCILS)
+    out = [p for p in _python_files(HERE)
+           if os.path.basename(p)[:-3] not in FAMILIES + _NOT_STENCILS]
     for d in filter(None, os.environ.get("SHIMLAB_STENCILS", "").split(os.pathsep)):
-        d = Path(d).expanduser()
-        out += sorted(d.glob("*.py")) if d.is_dir() else [d]
+        d = os.path.expanduser(d)
+        out += _python_files(d) if os.path.isdir(d) else [d]
     return out
 
 
+def _python_files(folder: str) -> list[str]:
+    """The *.py files of `folder`, sorted (as Path.glob("*.py") would find them)."""
+    with os.scandir(folder) as entries:
+        return sorted(e.path for e in entries if e.name.endswith(".py"))
+
+
 def require_peachpy() -> None:
+    import importlib.util
     if importlib.util.find_spec("peachpy") is None:
         raise PeachPyMissing("PeachPy is not importable: install Debian's python3-peachpy "
                              "(apt-get install python3-peachpy), then run make setup")
@@ -120,11 +131,12 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
-def declared_names(path: Path) -> list[str]:
+def declared_names(path: str | os.PathLike) -> list[str]:
     """The stencil names a module's decorators spell out, read from its text
     (so a module that does not even import still says what it would define)."""
     try:
-        text = path.read_text(errors="replace")
+        with open(path, errors="replace") as f:
+            text = f.read()
     except OSError:
         return []
     return re.findall(r"@\s*(?:\w+\.)*stencil\(\s*[\"']([^\"']+)[\"']", text)
@@ -138,6 +150,7 @@ def load_prototype(path: Path) -> dict:
     against a registry of its own: its names never collide with another
     module's at import, and a module that fails leaves nothing behind.
     Loaded again only when its source changed (a notebook editing it)."""
+    from pathlib import Path
     path = Path(path)
     try:
         source = path.read_bytes()
@@ -150,7 +163,7 @@ def load_prototype(path: Path) -> dict:
         return _loaded[path][1]
     require_peachpy()
     from . import asm
-    here = Path(__file__).parent
+    here = Path(HERE)
     name = f"peachpy_stencils.{path.stem}" if path.parent == here else \
         f"peachpy_stencils._prototype_{sha256(str(path).encode()).hexdigest()[:8]}_{path.stem}"
     module = types.ModuleType(name)
@@ -171,7 +184,8 @@ def load_prototype(path: Path) -> dict:
 
 def prototype_hash(path: Path, state: dict | None = None) -> str:
     """What a prototype module's stencils depend on: its source and the standard inputs."""
-    return sha256(Path(path).read_bytes() + input_hash(state).encode()).hexdigest()[:16]
+    with open(path, "rb") as f:
+        return sha256(f.read() + input_hash(state).encode()).hexdigest()[:16]
 
 
 def build_prototypes(path: Path, state: dict | None = None) -> dict:
@@ -235,6 +249,7 @@ def write_json(path: Path, data: dict) -> None:
 
 
 if __name__ == "__main__":
+    from pathlib import Path
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else paths.build_root() / "stencils.json"
     a = write(out)
     print(f"{len(a['stencils'])} stencils -> {out} (inputs {a['hash']})")

@@ -187,7 +187,7 @@ def _replayed(b, cfg: Config, program, data: bytes):
            "trace_cache": "on"}
     kept = trace_cache.folder
     with tempfile.TemporaryDirectory() as folder:
-        trace_cache.folder = lambda: Path(folder)
+        trace_cache.folder = lambda: folder
         try:
             with vm.Loaded(b, program, data, jit=jit) as loaded:
                 loaded.run()

@@ -17,7 +17,7 @@ import pytest
 
 import differential
 from conftest import EXAMPLES, compiler_for
-from shimlab import modes, oracle, vm
+from shimlab import modes, oracle, paths, vm
 from shimlab.abi import contract
 from shimlab.errors import BuildError
 from shimlab.interp import build, generate
@@ -77,7 +77,7 @@ def test_tiny_k_output_compiles(tmp_path, k):
     cc = cc_for("tailcall")
     csrc = tmp_path / "csrc"
     (csrc / "generated").mkdir(parents=True)
-    (csrc / "vm.h").write_text((generate.GENERATED.parent / "vm.h").read_text())
+    (csrc / "vm.h").write_text((paths.GENERATED.parent / "vm.h").read_text())
     for name, text in generate.render(TINY, TinyError).items():
         (csrc / "generated" / name).write_text(text)
     src = csrc / "generated" / generate.cases_file("tailcall", k)

@@ -23,9 +23,14 @@ HEAVY = ("numpy", "matplotlib", "pyperf", "shimlab.bench", "pycparser", "cffi.cp
 ALLOWED = ("shimlab.jit", "shimlab.jit.defaults")
 
 
+# as the `shimlab` command starts (its console script; `-m` would import runpy,
+# and with it importlib.util and contextlib, which the command does not)
+RUN = "import sys; from shimlab.console import main; sys.exit(main())"
+
+
 def imported(*argv: str) -> tuple[subprocess.CompletedProcess, set[str]]:
     env = dict(os.environ)
-    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "shimlab.cli", *argv],
+    p = subprocess.run([sys.executable, "-X", "importtime", "-c", RUN, *argv],
                        capture_output=True, text=True, env=env, timeout=300)
     names = {line.rsplit("|", 1)[1].strip() for line in p.stderr.splitlines()
              if line.startswith("import time:") and "|" in line}
@@ -54,7 +59,13 @@ SLOW_STDLIB = ("dataclasses", "inspect", "typing", "shutil", "tempfile", "thread
                "traceback", "subprocess",
                # OpenSSL's load (shimlab/digest.py) and ctypes (isolate.py's prctl):
                # ~3.5 and ~3 ms of every run's start, the child's included
-               "hashlib", "_hashlib", "ctypes")
+               "hashlib", "_hashlib", "ctypes",
+               # pathlib (with urllib.parse and ipaddress; paths are strings on
+               # the run path: paths.py), pickle (a child's Result crosses as
+               # marshal data: isolate.py), contextlib, importlib.util and
+               # faulthandler: ~14 ms of a run's start on Zen 3 together
+               "pathlib", "urllib.parse", "pickle", "contextlib", "importlib.util",
+               "faulthandler")
 
 
 def test_a_tiny_run_skips_the_slow_stdlib_modules():
@@ -66,6 +77,26 @@ def test_a_tiny_run_skips_the_slow_stdlib_modules():
                if line.startswith("import time:") and "|" in line}
     assert "shimlab.record" in names
     assert not (set(SLOW_STDLIB) & (names - already)), sorted(set(SLOW_STDLIB) & names)
+
+
+def test_a_jit_run_that_makes_traces_skips_the_slow_stdlib_modules_too():
+    """The JIT's path, its compiler and stencil store included, with the
+    trace cache off (every trace made) and on (traces placed from plans)."""
+    from shimlab import modes, toolchain
+    try:
+        toolchain.default_compiler(modes.get("jit-direct").features)
+    except toolchain.ToolchainError:
+        pytest.skip("no compiler here builds the JIT modes")
+    nested = str(EXAMPLES / "bf" / "nested.bf")
+    base = subprocess.run([sys.executable, "-X", "importtime", "-c", "pass"],
+                          capture_output=True, text=True, timeout=60).stderr
+    already = {line.rsplit("|", 1)[1].strip() for line in base.splitlines()
+               if line.startswith("import time:") and "|" in line}
+    for cache in ("--no-trace-cache", "--trace-cache", "--trace-cache"):
+        p, names = imported("run", nested, "--mode", "jit-direct", "--jit-threshold", "64", cache)
+        assert p.returncode == 0, p.stderr[-2000:]
+        assert {"shimlab.jit.compile", "shimlab.jit.stencil_store"} <= names
+        assert not (set(SLOW_STDLIB) & (names - already)), (cache, sorted(set(SLOW_STDLIB) & names))
 
 
 def test_the_check_sees_the_jit_when_a_jit_mode_runs():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -149,8 +150,8 @@ def test_a_compiler_that_fails_is_one_line_with_the_log_tail(sources, tmp_path):
     fake.chmod(0o755)
     cache = tmp_path / "cache"
     cache.mkdir()
-    if toolchain.cache_path().is_file():        # the real compilers' probes, not made again
-        shutil.copy(toolchain.cache_path(), cache / toolchain.cache_path().name)
+    if os.path.isfile(toolchain.cache_path()):   # the real compilers' probes, not made again
+        shutil.copy(toolchain.cache_path(), cache / "toolchain.json")
     env = {**subprocess.os.environ, "SHIMLAB_BUILD_DIR": str(cache),
            "SHIMLAB_LUPA_SDIST": subprocess.os.environ.get("SHIMLAB_LUPA_SDIST")
            or str(source.sdist_path())}

@@ -86,8 +86,8 @@ def test_an_edit_to_the_front_end_makes_every_entry_stale(cache_dir, tmp_path, m
     src = tmp_path / "src"
     for rel in program_cache._SOURCES:
         (src / "shimlab" / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(program_cache.SRC / "shimlab" / rel, src / "shimlab" / rel)
-    monkeypatch.setattr(program_cache, "SRC", src)
+        shutil.copy2(os.path.join(program_cache.SRC_DIR, "shimlab", rel), src / "shimlab" / rel)
+    monkeypatch.setattr(program_cache, "SRC_DIR", str(src))
     path = EXAMPLES / "bf" / "hello.bf"
     load_program(path)
 

@@ -7,6 +7,8 @@ and a payback wait takes its wait from them, one with the cache off
 neither reads nor writes them, and a run writes its own."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from conftest import get_build
@@ -81,8 +83,8 @@ def test_a_damaged_file_reads_as_no_history(runs_folder, damage):
         run_history.keep_sealed(h.path, run_history.FORMAT, (h.key, (-1, True, None, 0)), 9)
     else:
         h.save(20 * MS)
-        blob = h.path.read_bytes()
-        h.path.write_bytes({"flip": blob[:-1] + bytes([blob[-1] ^ 1]), "truncate": blob[:7],
+        blob = Path(h.path).read_bytes()
+        Path(h.path).write_bytes({"flip": blob[:-1] + bytes([blob[-1] ^ 1]), "truncate": blob[:7],
                             "other format": b"SLRH1" + blob[5:]}[damage])
     assert RunHistory(("o",), CODE, CONSTS).last == Lengths()
 
@@ -126,7 +128,7 @@ def test_a_jit_takes_its_wait_from_the_last_run_and_keeps_this_ones(runs_folder)
                        (Lengths(22 * MS, True, 36 * MS, 14 * MS), 33 * MS),
                        (Lengths(10 * MS, False, 36 * MS, 14 * MS), 54 * MS)):
         key = RunHistory(options, program.code, program.consts)
-        key.path.unlink(missing_ok=True)
+        Path(key.path).unlink(missing_ok=True)
         key.last = Lengths()
         run_history.keep_sealed(key.path, run_history.FORMAT, (key.key, tuple(last)), 9)
         wait, _, _ = _jit(program, payback_ms=10, trace_cache="on")
@@ -164,7 +166,7 @@ def test_a_run_sits_the_jit_out_where_its_history_says_it_loses(runs_folder, tmp
     key = RunHistory(run_options("jit-direct", 3, 0, True, 30000), program.code, program.consts)
 
     def run(last, *extra):
-        key.path.unlink(missing_ok=True)
+        Path(key.path).unlink(missing_ok=True)
         run_history.keep_sealed(key.path, run_history.FORMAT, (key.key, tuple(last)), 9)
 
         def child():

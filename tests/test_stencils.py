@@ -337,7 +337,7 @@ def test_a_stamped_prepared_form_is_read_without_the_artifact_or_its_inputs(buil
     stencil_store.load.cache_clear()
     assert stencil_store.load() == st and stencil_store.digest() == digest and not hashed
     for touched in (stub_build.input_files()[0], path):
-        t = touched.stat().st_mtime_ns
+        t = os.stat(touched).st_mtime_ns
         os.utime(touched, ns=(t, t + 1000))
         stencil_store.load.cache_clear()
         hashed.clear()

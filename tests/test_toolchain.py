@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -123,9 +124,9 @@ def test_a_warning_counts_as_unsupported(monkeypatch):
 
 def test_probe_cache_round_trips(tmp_path, monkeypatch, fresh_memory):
     real = toolchain.find_compilers()
-    seeded = toolchain.cache_path()
+    seeded = Path(toolchain.cache_path())
     monkeypatch.setenv("SHIMLAB_BUILD_DIR", str(tmp_path))
-    assert toolchain.cache_path() == tmp_path / "toolchain.json"
+    assert toolchain.cache_path() == str(tmp_path / "toolchain.json")
     if seeded.exists():                      # avoid probing everything again
         shutil.copy(seeded, tmp_path / "toolchain.json")
     toolchain.clear_cache()

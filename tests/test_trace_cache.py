@@ -211,8 +211,8 @@ def test_the_code_key_changes_with_any_module_that_decides_a_plan(tmp_path, monk
     from shimlab import cachefile
     for rel in trace_cache._SOURCES:
         (tmp_path / "shimlab" / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(trace_cache.SRC / "shimlab" / rel, tmp_path / "shimlab" / rel)
-    monkeypatch.setattr(trace_cache, "SRC", tmp_path)
+        shutil.copy(os.path.join(trace_cache.SRC_DIR, "shimlab", rel), tmp_path / "shimlab" / rel)
+    monkeypatch.setattr(trace_cache, "SRC_DIR", str(tmp_path))
     monkeypatch.setattr(cachefile, "SETTLED_NS", -10**12 if settled else 10**15)
     keys = []
     for rel in (None, *trace_cache._SOURCES):

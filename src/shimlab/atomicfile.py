@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import errno
 import os
-from pathlib import Path
 
 
-def _temporary(directory: Path, name: str) -> tuple[int, str]:
+def _temporary(directory: str, name: str) -> tuple[int, str]:
     """A new file of this writer's own beside the target, as tempfile.mkstemp
     makes one (O_EXCL, mode 0600, a random name), without importing tempfile
     (~3 ms, which a JIT run that keeps its traces would pay: jit/trace_cache.py)."""
     for _ in range(100):
-        tmp = str(directory / f".{name}.{os.urandom(6).hex()}.tmp")
+        tmp = os.path.join(directory, f".{name}.{os.urandom(6).hex()}.tmp")
         try:
             return os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
                            0o600), tmp
@@ -26,19 +25,19 @@ def _temporary(directory: Path, name: str) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, "no unused temporary name", str(directory))
 
 
-def write_atomic(path: Path, data: str | bytes, *, durable: bool = False) -> None:
+def write_atomic(path: str | os.PathLike, data: str | bytes, *, durable: bool = False) -> None:
     """durable: the data and the rename reach the disk before this returns
     (results files; a crash must not leave a new name on an empty file).
     The file keeps the mode of the one it replaces (0644 for a new one)."""
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    directory.mkdir(parents=True, exist_ok=True)
+    path = os.fspath(path)
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
     try:
-        mode = path.stat().st_mode & 0o777
+        mode = os.stat(path).st_mode & 0o777
     except FileNotFoundError:
         mode = 0o644
     raw = data.encode() if isinstance(data, str) else data
-    fd, tmp = _temporary(directory, path.name)
+    fd, tmp = _temporary(directory, os.path.basename(path))
     try:
         try:
             view = memoryview(raw)

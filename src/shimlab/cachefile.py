@@ -8,19 +8,18 @@ import marshal
 import os
 import time
 import zlib
-from pathlib import Path
 
 from .atomicfile import write_atomic
 
 
-def write_sealed(path: Path, tag: bytes, value) -> None:
+def write_sealed(path: str | os.PathLike, tag: bytes, value) -> None:
     """`value` as marshal data behind `tag` and its CRC, written atomically
     (OSError when it cannot be; ValueError for a value marshal cannot write)."""
     payload = marshal.dumps(value)
     write_atomic(path, tag + zlib.crc32(payload).to_bytes(4, "little") + payload)
 
 
-def read_sealed(path: Path, tag: bytes):
+def read_sealed(path: str | os.PathLike, tag: bytes):
     """What write_sealed wrote under `tag`, or None: no such file, another
     tag (another format, or another Python's marshal) or a damaged one."""
     try:
@@ -61,7 +60,7 @@ def settled(*stamps: tuple) -> bool:
     return time.time_ns() - newest > SETTLED_NS
 
 
-def keep_sealed(path: Path, tag: bytes, value, keep: int) -> bool:
+def keep_sealed(path: str | os.PathLike, tag: bytes, value, keep: int) -> bool:
     """write_sealed, best effort (False: a build directory that cannot be
     written, or a value marshal cannot write, keeps nothing), then the
     folder pruned to its `keep` latest files."""
@@ -69,23 +68,27 @@ def keep_sealed(path: Path, tag: bytes, value, keep: int) -> bool:
         write_sealed(path, tag, value)
     except (OSError, ValueError):
         return False
-    prune(path.parent, keep)
+    prune(os.path.dirname(os.fspath(path)) or ".", keep)
     return True
 
 
-def prune(where: Path, keep: int) -> None:
+def prune(where: str | os.PathLike, keep: int) -> None:
     """Keeps the `keep` most recently written .bin files of a cache folder."""
-    files = list(where.glob("*.bin"))
+    try:
+        with os.scandir(where) as entries:
+            files = [e.path for e in entries if e.name.endswith(".bin")]
+    except OSError:
+        return
     if len(files) <= keep:
         return
 
-    def age(p: Path) -> float:
+    def age(p: str) -> float:
         try:
-            return p.stat().st_mtime
+            return os.stat(p).st_mtime
         except OSError:
             return 0.0
     for p in sorted(files, key=age)[:len(files) - keep]:
         try:
-            p.unlink()
+            os.unlink(p)
         except OSError:
             pass

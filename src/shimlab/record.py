@@ -169,9 +169,10 @@ _CODES_MAGIC = b"SLRI1" + sys.version.encode() + b"\0"
 _codes: dict | None = None
 
 
-def _codes_path():
-    from .paths import build_root
-    return build_root() / "record-inits.bin"
+def _codes_path() -> str:
+    import os
+    from .paths import build_dir
+    return os.path.join(build_dir(), "record-inits.bin")
 
 
 def _read_codes() -> dict:
@@ -192,7 +193,6 @@ def _init_code(src: str):
         try:
             from .cachefile import write_sealed
             path = _codes_path()
-            path.parent.mkdir(parents=True, exist_ok=True)
             write_sealed(path, _CODES_MAGIC, {**_read_codes(), **_codes})
         except OSError:
             pass            # a read-only build directory: compiled again next time

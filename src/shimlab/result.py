@@ -30,6 +30,17 @@ class Result(Record):
     def instructions(self) -> int:
         return sum(self.counts)
 
+    def plain(self) -> tuple:
+        """The fields as plain values (marshal writes them: isolate.py), which
+        from_plain makes a Result of again."""
+        return (self.output, int(self.status), self.err_pc, self.err_value, self.tape,
+                self.head, list(self.counts), list(self.locals))
+
+    @classmethod
+    def from_plain(cls, values: tuple) -> "Result":
+        output, status, *rest = values
+        return cls(output, Error(status), *rest)
+
 
 def describe_error(program: Program, result: Result) -> str:
     """One line naming where and why a run failed (any mode, the oracle included)."""

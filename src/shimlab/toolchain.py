@@ -24,14 +24,13 @@ import json
 import os
 import re
 import _thread
-from pathlib import Path
 
 from . import modes
 from .atomicfile import write_atomic
 from .digest import sha256
 from .errors import ToolchainError
 from .lazy_pattern import LazyPattern
-from .paths import build_root
+from .paths import build_dir
 from .record import Frozen
 
 # Most specific first within each family: when several names resolve to the
@@ -180,8 +179,8 @@ def apt_package(name: str) -> str:
 
 # --------------------------------------------------------------------- probing
 
-def cache_path() -> Path:
-    return build_root() / "toolchain.json"
+def cache_path() -> str:
+    return os.path.join(build_dir(), "toolchain.json")
 
 
 def _file_key(real: str) -> str:
@@ -214,17 +213,17 @@ def _probe_feature(path: str, family: str, feature: str) -> bool:
     import subprocess
     import tempfile
     with tempfile.TemporaryDirectory(prefix="shimlab-probe-") as tmp:
-        src = Path(tmp) / f"{feature}.c"
-        src.write_text(PROBES[feature])
-        cmd = [path, *_PROBE_FLAGS, *_FAMILY_FLAGS.get(family, ()), str(src),
-               "-o", str(Path(tmp) / f"{feature}.o")]
+        src, obj = os.path.join(tmp, f"{feature}.c"), os.path.join(tmp, f"{feature}.o")
+        with open(src, "w") as f:
+            f.write(PROBES[feature])
+        cmd = [path, *_PROBE_FLAGS, *_FAMILY_FLAGS.get(family, ()), src, "-o", obj]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
         except (OSError, subprocess.TimeoutExpired):
             return False
         if proc.returncode != 0 or _IGNORED_RE.search(proc.stderr):
             return False
-        return (Path(tmp) / f"{feature}.o").exists()
+        return os.path.exists(obj)
 
 
 def _probe(path: str, name: str) -> dict | None:
@@ -259,7 +258,8 @@ _extra: dict[str, Compiler] = {}      # compilers asked for by a name outside CA
 
 def _load_disk() -> dict:
     try:
-        data = json.loads(cache_path().read_text())
+        with open(cache_path()) as f:
+            data = json.load(f)
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict) or data.get("probe_version") != _PROBE_VERSION:

@@ -12,7 +12,6 @@ default (what clang 19 and 22 do), used when no compiler is named.
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 
 from .. import toolchain
 from ..digest import sha256
@@ -123,16 +122,17 @@ def _derive_path(path: str) -> tuple[str, ...]:
     import json
     import os
     from ..atomicfile import write_atomic
-    from ..paths import build_root
+    from ..paths import build_dir
     real = os.path.realpath(path)
-    cache = build_root() / "contract.json"
+    cache = os.path.join(build_dir(), "contract.json")
     try:
         st = os.stat(real)
         key = f"{st.st_mtime_ns}:{st.st_size}:{_PROBE_KEY}"
     except OSError:
         key = None
     try:
-        entries = json.loads(cache.read_text())
+        with open(cache) as f:
+            entries = json.load(f)
         entries = entries if isinstance(entries, dict) else {}
     except (OSError, ValueError):
         entries = {}
@@ -154,6 +154,7 @@ def _probe_order(path: str) -> tuple[str, ...]:
     # imported here: probing is rare (cached per compiler), and a run never needs it
     import subprocess
     import tempfile
+    from pathlib import Path
     with tempfile.TemporaryDirectory(prefix="shimlab-contract-") as tmp:
         src, obj = Path(tmp) / "probe.c", Path(tmp) / "probe.o"
         src.write_text(PROBE)
@@ -211,6 +212,7 @@ def musttail_probe(nargs: int) -> str:
 def _musttail_compiles(path: str, nargs: int) -> bool:
     import subprocess
     import tempfile
+    from pathlib import Path
     with tempfile.TemporaryDirectory(prefix="shimlab-contract-") as tmp:
         src = Path(tmp) / "probe.c"
         src.write_text(musttail_probe(nargs))

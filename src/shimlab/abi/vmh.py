@@ -12,7 +12,7 @@ import types
 from functools import lru_cache
 
 from ..digest import sha256
-from ..paths import CSRC, build_root
+from ..paths import CSRC_DIR, build_dir
 
 # The driver's and the JIT support's functions (csrc/driver.c, shim.c, jitmem.c).
 FUNCTIONS = """
@@ -47,25 +47,34 @@ def ffi():
     """The declarations as a cffi FFI.  Parsing them (pycparser) is most of a
     short run's start-up, so the parsed form is kept in the build directory as
     cffi's out-of-line module and loaded from there while the text is unchanged."""
-    text = (CSRC / "vm.h").read_text()
+    text = _read("vm.h")
     m = re.search(r"/\* cdef-begin.*?\*/(.*)/\* cdef-end \*/", text, re.S)
     decls = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S) + FUNCTIONS
     import _cffi_backend        # cffi's C half: the parsed form is tied to its version
     key = sha256(f"{_cffi_backend.__version__}\0{decls}".encode()).hexdigest()[:16]
-    return _ffi_from(decls, build_root() / "cffi" / f"vmh_{key}.py", f"_shimlab_vmh_{key}")
+    return _ffi_from(decls, os.path.join(build_dir(), "cffi", f"vmh_{key}.py"), f"_shimlab_vmh_{key}")
 
 
-def _ffi_from(decls: str, path, name: str):
+def _read(name: str) -> str:
+    """csrc/'s file `name`."""
+    with open(os.path.join(CSRC_DIR, name)) as f:
+        return f.read()
+
+
+def _ffi_from(decls: str, path: str, name: str):
     """The FFI of `decls`, from cffi's out-of-line module at `path` (written
     there first when missing or damaged)."""
+    path = os.fspath(path)
     for _ in range(2):
-        if not path.is_file() and _emit(decls, path) is None:
+        if not os.path.isfile(path) and _emit(decls, path) is None:
             break
         try:
             return _load(path, name)
         except Exception:           # a damaged file: written again, then loaded once more
             try:
-                path.unlink(missing_ok=True)
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
             except OSError:
                 break
     import cffi                     # the cache cannot be written: parse every time
@@ -74,21 +83,22 @@ def _ffi_from(decls: str, path, name: str):
     return f
 
 
-def _load(path, name: str):
+def _load(path: str, name: str):
     """The FFI of cffi's out-of-line module at `path`, loaded as Python loads
     a module, through its bytecode cache beside it (compiling the module's
     source was ~1.9 ms of every run)."""
     from importlib.machinery import SourceFileLoader
-    loader = SourceFileLoader(name, str(path))
+    loader = SourceFileLoader(name, path)
     module = types.ModuleType(name)
-    module.__file__ = str(path)
+    module.__file__ = path
     loader.exec_module(module)
     return module.ffi
 
 
-def _emit(decls: str, path) -> str | None:
+def _emit(decls: str, path: str) -> str | None:
     """Parses `decls` and writes cffi's out-of-line module for them to `path`
     (atomically: concurrent first runs each write a whole file)."""
+    path = os.fspath(path)
     import contextlib
     import io
     import tempfile
@@ -98,14 +108,15 @@ def _emit(decls: str, path) -> str | None:
     f.cdef(decls)
     f.set_source("_shimlab_vmh", None)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".vmh-", suffix=".py", dir=path.parent)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".vmh-", suffix=".py", dir=os.path.dirname(path))
         os.close(fd)
         # cffi prints "generating ..." on stdout, which is the program's output
         with contextlib.redirect_stdout(io.StringIO()):
             f.emit_python_code(tmp)
         os.replace(tmp, path)
-        return path.read_text()
+        with open(path) as f:
+            return f.read()
     except OSError:
         return None
 
@@ -115,7 +126,7 @@ def constants() -> dict[str, int]:
     """Every `#define SL_NAME <integer>` of vm.h, jit_interp.h and crossing.h."""
     out: dict[str, int] = {}
     for name in ("vm.h", "jit_interp.h", "crossing.h"):
-        out.update((k, int(v)) for k, v in _DEFINE.findall((CSRC / name).read_text()))
+        out.update((k, int(v)) for k, v in _DEFINE.findall(_read(name)))
     return out
 
 

@@ -187,7 +187,7 @@ def count_crossings(b, program, data: bytes, jit: dict, tape_len: int) -> tuple[
 
 def _run_floor(job: dict, b) -> dict:
     """A floor of the transition benchmark (bench/floors.py), timed in C."""
-    lib = loader.library(str(b.path))
+    lib = loader.library(b.so)
     tsc_hz = calibrate_tsc(lib)
     memory = CodeMemory(lib, ffi(), min(loader.handler_addresses(b)))
     try:

@@ -16,7 +16,7 @@ from ..frontend import bf
 # the JIT's defaults alone: the JIT itself loads only in a JIT mode
 from ..jit.defaults import DEFAULT_LEVEL, DEFAULT_THRESHOLD, LEVELS, PAYBACK_MS
 from ..progio import Streams
-from ..result import TAPE_LEN, describe_error
+from ..result import TAPE_LEN, Result, describe_error
 from . import numbers, stdout
 
 RUN_MODES = modes.NAMES + (modes.REFERENCE,)
@@ -359,7 +359,7 @@ def cmd_run(args) -> int:
         # --tape-size would cost its size again in the pipe
         if not args.check:
             result.tape = b""
-        return result
+        return result.plain()       # (plain values cross from a child fastest: isolate.py)
     if args.mode == modes.REFERENCE:
         what = f"the reference interpreter running {args.file}"
 
@@ -398,9 +398,9 @@ def cmd_run(args) -> int:
                 return _lean(vm.run(b, program, data, **limits)), None
             with vm.Loaded(b, program, data, jit=dict(jit, loading_since_ns=t0),
                            **limits) as loaded:
-                result = _lean(loaded.run())
-                return result, (loaded.jit.report(result.counts)
-                                if loaded.jit and args.stats else None)
+                result = loaded.run()
+                return _lean(result), (loaded.jit.report(result.counts)
+                                       if loaded.jit and args.stats else None)
     if args.mode == modes.REFERENCE:
         result = (isolate.call(what, child, timeout=args.timeout) if isolated
                   else _unwinding_on_termination(child))
@@ -409,6 +409,7 @@ def cmd_run(args) -> int:
                           else child())
         if report:
             print(report, file=sys.stderr)
+    result = Result.from_plain(result)
     stdout.write(result.output)       # what was not streamed (all of it under --check)
     if args.count:
         _print_counts(result.counts, sys.stderr)

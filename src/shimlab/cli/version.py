@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..paths import ROOT
+from ..paths import ROOT_DIR
 
 
 def text() -> str:
@@ -21,7 +21,7 @@ def text() -> str:
     line = f"shimlab {v}"
     try:
         # --no-optional-locks: never take index.lock; others may be using the repository
-        p = subprocess.run(["git", "--no-optional-locks", "-C", str(ROOT), "rev-parse",
+        p = subprocess.run(["git", "--no-optional-locks", "-C", ROOT_DIR, "rev-parse",
                             "--short", "HEAD"], capture_output=True, text=True, timeout=5)
         if p.returncode == 0 and p.stdout.strip():
             line += f" (git {p.stdout.strip()})"

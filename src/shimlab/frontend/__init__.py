@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import importlib
-from pathlib import Path
+import os
 
 from ..bytecode import Program
 from ..errors import FrontendError
@@ -27,30 +27,33 @@ def compile_text(source: str, filename: str, language: str, bf_opt: int = 0) -> 
     return verify(module.compile_source(source, filename))
 
 
-def load_program(path: str | Path, bf_opt: int = 0) -> Program:
+def load_program(path: str | os.PathLike, bf_opt: int = 0) -> Program:
     """Read, compile and verify a program; every failure is a FrontendError."""
-    path = Path(path)
-    language = LANGUAGES.get(path.suffix.lower())
+    path = os.fspath(path)
+    suffix = os.path.splitext(path)[1]
+    suffix = "" if suffix == "." else suffix        # (as pathlib has it: "x." has none)
+    language = LANGUAGES.get(suffix.lower())
     if language is None:
-        raise FrontendError(f"{path}: unknown file type {path.suffix or '(no suffix)'!r} "
+        raise FrontendError(f"{path}: unknown file type {suffix or '(no suffix)'!r} "
                             f"(expected .b or .bf for BF, .py for minipy, .slbc for "
                             f"bytecode as JSON)")
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as e:
         raise FrontendError(f"{path}: cannot read: {e.strerror}") from None
     if not data:
         raise FrontendError(f"{path}: empty file")
     # a program compiled before from these very bytes, by this front end (program_cache.py)
-    kept = program_cache.Entry(str(path), language, bf_opt if language == "bf" else 0, data) \
+    kept = program_cache.Entry(path, language, bf_opt if language == "bf" else 0, data) \
         if program_cache.enabled() else None
     program = kept.get() if kept else None
     if program is not None:
         return program
     # minipy reads a PEP 263 encoding declaration as CPython does; the rest are UTF-8
-    text = encoding.decode(data, str(path), pep263=language == "minipy")
+    text = encoding.decode(data, path, pep263=language == "minipy")
     del data        # a big source is held once, as text, while it compiles
-    program = compile_text(text, str(path), language, bf_opt)
+    program = compile_text(text, path, language, bf_opt)
     if kept:
         kept.put(program)
     return program

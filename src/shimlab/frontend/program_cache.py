@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 from ..bytecode import Function, Program, SourcePositions
 from ..cachefile import keep_sealed, read_sealed, settled, stamp
 from ..digest import blake2b, sha1
-from ..paths import SRC, build_root
+from ..paths import SRC_DIR, build_dir
 
 FORMAT = b"SLPC1" + bytes(sys.version_info[:2])
 MAX_FILES = 256           # the folder keeps the most recently written this many
@@ -38,14 +37,14 @@ def enabled() -> bool:
     return os.environ.get("SHIMLAB_PROGRAM_CACHE", "1") != "0"
 
 
-def folder() -> Path:
-    return build_root() / "programs"
+def folder() -> str:
+    return os.path.join(build_dir(), "programs")
 
 
 def _code_stamps() -> tuple | None:
     """The front end's modules' stamps, or None when one is missing or was
     changed too recently to be told apart from a change to come."""
-    stamps = tuple(stamp(SRC / "shimlab" / rel) for rel in _SOURCES)
+    stamps = tuple(stamp(os.path.join(SRC_DIR, "shimlab", rel)) for rel in _SOURCES)
     return stamps if None not in stamps and settled(*stamps) else None
 
 
@@ -56,8 +55,8 @@ class Entry:
         code = _code_stamps()
         self.key = None if code is None else (
             name, language, level, blake2b(source, digest_size=32).digest(), code)
-        self.path = folder() / (sha1(repr((name, language, level)).encode())
-                                .hexdigest()[:24] + ".bin")
+        self.path = os.path.join(folder(), sha1(repr((name, language, level)).encode())
+                                 .hexdigest()[:24] + ".bin")
 
     def get(self) -> Program | None:
         if self.key is None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 from .. import cachefile, modes, toolchain
 from ..abi import contract
@@ -16,7 +15,7 @@ from ..atomicfile import write_atomic
 from ..digest import sha256
 from ..errors import BuildError
 from ..modes import Mode
-from ..paths import CSRC, build_root
+from ..paths import CSRC_DIR, build_dir
 from ..record import Frozen
 from . import generate
 
@@ -57,7 +56,7 @@ def sanitize_requested() -> bool:
     return os.environ.get("SHIMLAB_SANITIZE", "") not in ("", "0")
 
 
-def profile_use_flags(cc: toolchain.Compiler, profile: Path) -> tuple[str, ...]:
+def profile_use_flags(cc: toolchain.Compiler, profile: os.PathLike) -> tuple[str, ...]:
     """Flags that compile with a PGO profile (made by pgo.py); a stale or
     missing profile is an error."""
     if cc.family == "clang":
@@ -70,12 +69,18 @@ class Build(Frozen):
     compiler: toolchain.Compiler
     flags: tuple[str, ...]
     count: bool
-    path: Path           # the shared object
+    so: str              # the shared object
     key: str
-    profile: Path | None = None           # the PGO profile it was built with
+    profile: os.PathLike | None = None    # the PGO profile it was built with (a Path)
     sanitize: bool = False
     code_layout: int = 0                  # 0: the compiler's placement; else a shifted one
     cache: int = 0                        # operand-stack values kept in registers (--cache K)
+
+    @property
+    def path(self) -> os.PathLike:
+        """The shared object, as a Path (a run itself uses `so`: docs/cli.md's start-up)."""
+        from pathlib import Path
+        return Path(self.so)
 
     @property
     def spec(self) -> Mode:
@@ -142,7 +147,8 @@ def _sources(mode: Mode, cc: toolchain.Compiler, count: bool,
     wanted = {"opcodes.h", generate.cases_file(mode.variant, cache)}
     files = {f"generated/{name}": text for name, text in generate.render(only=wanted).items()}
     for name in HAND_WRITTEN + mode.headers + mode.c_sources:
-        files[name] = (CSRC / name).read_text()
+        with open(os.path.join(CSRC_DIR, name)) as f:
+            files[name] = f.read()
     files["driver.c"] = _with_code_shift(files["driver.c"], code_layout)
     if mode.asm_handlers:
         # PeachPy handlers in the registers this compiler passes preserve_none
@@ -152,7 +158,7 @@ def _sources(mode: Mode, cc: toolchain.Compiler, count: bool,
     return files
 
 
-def _profile_digest(profile: Path) -> str:
+def _profile_digest(profile: os.PathLike) -> str:
     """Hash of a profile's content (a file, or every file under a directory)."""
     if not profile.exists():
         raise BuildError(f"{profile}: no such profile")
@@ -185,7 +191,7 @@ SO_NAME = "libshimlab.so"
 _verified: set[tuple] = set()     # (path, inode, size, mtime) hashed once per process
 
 
-def sha256_file(path: Path) -> str:
+def sha256_file(path: str | os.PathLike) -> str:
     h = sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -193,11 +199,11 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def fingerprint(so: Path) -> dict:
-    return {"so_size": so.stat().st_size, "so_sha256": sha256_file(so)}
+def fingerprint(so: str | os.PathLike) -> dict:
+    return {"so_size": os.stat(so).st_size, "so_sha256": sha256_file(so)}
 
 
-def _elf_complete(so: Path, size: int) -> bool:
+def _elf_complete(so: str, size: int) -> bool:
     """For entries built before fingerprints: an ELF file whose section
     header table (at its end) lies inside the file, i.e. not truncated."""
     with open(so, "rb") as f:
@@ -210,21 +216,22 @@ def _elf_complete(so: Path, size: int) -> bool:
     return 0 < shoff and shoff + shentsize * shnum <= size
 
 
-def _write_json(path: Path, data: dict) -> None:
+def _write_json(path: str, data: dict) -> None:
     write_atomic(path, json.dumps(data, indent=1))
 
 
-def entry_ok(out_dir: Path, artifact: str = SO_NAME) -> bool:
+def entry_ok(out_dir: str | os.PathLike, artifact: str = SO_NAME) -> bool:
     """Whether the cache entry's library (or other ELF file `artifact`) is the
     one built there (size and hash as recorded in build.json); an older entry
     without a record is checked for truncation and then gets one."""
-    so = out_dir / artifact
+    so, record = os.path.join(out_dir, artifact), os.path.join(out_dir, "build.json")
     try:
-        st = so.stat()
-        meta = json.loads((out_dir / "build.json").read_text())
+        st = os.stat(so)
+        with open(record) as f:
+            meta = json.load(f)
     except (OSError, ValueError):
         return False
-    sig = (str(so), st.st_ino, st.st_size, st.st_mtime_ns)
+    sig = (so, st.st_ino, st.st_size, st.st_mtime_ns)
     if sig in _verified:
         return True
     # the library's stamp (cachefile.stamp) when it was last hashed and found
@@ -235,13 +242,13 @@ def entry_ok(out_dir: Path, artifact: str = SO_NAME) -> bool:
         if "so_sha256" not in meta:
             if not _elf_complete(so, st.st_size):
                 return False
-            _write_json(out_dir / "build.json", {**meta, **fingerprint(so)})
+            _write_json(record, {**meta, **fingerprint(so)})
         elif meta.get("so_seen") != seen:
             if meta.get("so_size") != st.st_size or meta.get("so_sha256") != sha256_file(so):
                 return False
             if cachefile.settled(seen):
                 try:
-                    _write_json(out_dir / "build.json", {**meta, "so_seen": seen})
+                    _write_json(record, {**meta, "so_seen": seen})
                 except OSError:
                     pass        # a read-only build directory: hashed again next time
     except OSError:
@@ -250,14 +257,15 @@ def entry_ok(out_dir: Path, artifact: str = SO_NAME) -> bool:
     return True
 
 
-def discard(out_dir: Path) -> None:
+def discard(out_dir: str | os.PathLike) -> None:
     """Move a bad entry out of the way (one rename, so a concurrent build
     never sees half of it) and delete it; another process may have done so."""
     import shutil
     import tempfile
-    aside = Path(tempfile.mkdtemp(prefix=".bad-", dir=out_dir.parent))
+    out_dir = os.fspath(out_dir)
+    aside = tempfile.mkdtemp(prefix=".bad-", dir=os.path.dirname(out_dir))
     try:
-        os.replace(out_dir, aside / out_dir.name)
+        os.replace(out_dir, os.path.join(aside, os.path.basename(out_dir)))
     except FileNotFoundError:
         pass
     shutil.rmtree(aside, ignore_errors=True)
@@ -286,6 +294,7 @@ def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAU
     ident = spec.build_name
     digest = ""
     if profile is not None:
+        from pathlib import Path     # (a PGO build only)
         profile = Path(profile).resolve()
         digest = _profile_digest(profile)
         extra += profile_use_flags(cc, profile)
@@ -301,17 +310,18 @@ def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAU
     tag = ("count-" if count else "") + ("pgo-" if profile is not None else "") + \
         ("asan-" if sanitize else "") + (f"layout{code_layout}-" if code_layout else "") + \
         (f"k{cache}-" if cache else "")
-    out_dir = build_root() / "interp" / f"{ident}-{cc.name}-{tag}{key}"
-    so = out_dir / "libshimlab.so"
+    out_dir = os.path.join(build_dir(), "interp", f"{ident}-{cc.name}-{tag}{key}")
+    so = os.path.join(out_dir, SO_NAME)
     result = Build(mode, cc, flags, count, so, key, profile, sanitize, code_layout, cache)
     if entry_ok(out_dir):
         return result
-    if out_dir.exists():
+    if os.path.exists(out_dir):
         discard(out_dir)       # truncated or changed since it was built: build it again
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    os.makedirs(os.path.dirname(out_dir), exist_ok=True)
     import shutil       # here, as the compiler: a cached build needs neither
     import tempfile
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=out_dir.parent))
+    from pathlib import Path
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=os.path.dirname(out_dir)))
     try:
         for name, text in sources.items():
             (tmp / name).parent.mkdir(parents=True, exist_ok=True)
@@ -333,7 +343,7 @@ def build(mode: str, compiler: str | None = None, flags: tuple[str, ...] = DEFAU
         try:
             os.replace(tmp, out_dir)
         except OSError:
-            if not so.exists():   # lost a race with an identical build: theirs is as good
+            if not os.path.exists(so):   # lost a race with an identical build: theirs is as good
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -130,7 +130,7 @@ def _entry_note(spec, funcs) -> str:
 def _file_addresses(build, funcs) -> list[int]:
     """Handler start addresses as link-time addresses (as the symbol table has them)."""
     runtime = loader.handler_addresses(build)
-    lib = loader.library(str(build.path))
+    lib = loader.library(build.so)
     base = int(ffi().cast("uintptr_t", lib.sl_interpret)) - funcs["sl_interpret"][0].addr
     return [a - base if a else 0 for a in runtime]
 

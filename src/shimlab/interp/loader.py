@@ -55,7 +55,7 @@ class Loaded:
             raise RunError(f"{program.name}: program was not verified")
         f = ffi()
         self.build, self.program = build, program
-        self.lib = library(str(build.path))
+        self.lib = library(build.so)
         keep = self._keep = []
         vm = self.vm = f.new("sl_vm *")
         code = f.new("sl_instr[]", len(program.code))
@@ -182,7 +182,7 @@ def run(build: Build, program: Program, input: bytes = b"", **limits) -> Result:
 
 def handler_addresses(build: Build) -> list[int]:
     """Start address of each opcode's handler (absolute, in this process)."""
-    lib = library(str(build.path))
+    lib = library(build.so)
     vm = ffi().new("sl_vm *")     # code == NULL asks sl_interpret for the addresses
     lib.sl_interpret(vm)
     f = ffi()

@@ -8,19 +8,19 @@ written when it closes if something moved by more than a quarter.  A
 damaged file, another format or another key reads as no history."""
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
 from ..cachefile import keep_sealed, read_sealed
 from ..digest import program_digest, sha1
-from ..paths import build_root
+from ..paths import build_dir
 
 FORMAT = b"SLRH3" + bytes(sys.version_info[:2])
 MAX_FILES = 1024
 
 
-def folder() -> Path:
-    return build_root() / "runs"
+def folder() -> str:
+    return os.path.join(build_dir(), "runs")
 
 
 class Lengths:
@@ -102,7 +102,7 @@ class RunHistory:
 
     def __init__(self, options: tuple, code, consts, program: str | None = None):
         self.key = (options, program or program_digest(code, consts))
-        self.path = folder() / (sha1(repr(self.key).encode()).hexdigest()[:24] + ".bin")
+        self.path = os.path.join(folder(), sha1(repr(self.key).encode()).hexdigest()[:24] + ".bin")
         self.last = self._read()
 
     def _read(self) -> Lengths:

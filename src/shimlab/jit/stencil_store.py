@@ -11,25 +11,30 @@ from __future__ import annotations
 
 import json
 import marshal
+import os
 import sys
 from collections.abc import Mapping
-from contextlib import contextmanager
 from functools import lru_cache
-from pathlib import Path
 
 import peachpy_stencils.build
 
 from .. import cachefile, isa
 from ..abi import contract
 from ..digest import sha1, sha256
-from ..paths import build_root
+from ..paths import build_dir
 from ..record import field, record, replace
 from ..stencil import PLACEHOLDER, Hole, Stencil, StencilError, disassemble
 
 
-def artifact_path(state: dict | None = None) -> Path:
+def artifact_path(state: dict | None = None) -> os.PathLike:
+    """The artifact's file, as a Path (the JIT itself uses artifact_file)."""
+    from pathlib import Path
+    return Path(artifact_file(state))
+
+
+def artifact_file(state: dict | None = None) -> str:
     k = contract.key(state or contract.STATE)
-    return build_root() / (f"stencils-{k}.json" if k else "stencils.json")
+    return os.path.join(build_dir(), f"stencils-{k}.json" if k else "stencils.json")
 
 
 SOURCES = ("peachpy", "clang")
@@ -144,17 +149,14 @@ def _load(items: tuple) -> dict:
     (through its prepared form when that is current: _from_prepared)."""
     state = dict(items)
     build = peachpy_stencils.build
-    path = artifact_path(state)
+    path = artifact_file(state)
     stamp = _stamp(path, state)
     hit = _from_prepared(path, stamp=stamp) if stamp is not None else None
     if hit is not None:
         st, _DIGESTS[items], _ = hit
         return st
     want = build.input_hash(state)
-    try:
-        raw = path.read_bytes()
-    except OSError:
-        raw = None
+    raw = _read(path)
     if raw is not None:
         digest = sha1(raw).digest()
         hit = _from_prepared(path, digest, want)
@@ -174,16 +176,21 @@ def _load(items: tuple) -> dict:
             data = build.write(path, state)
         except StencilError as e:
             raise StencilError(f"stencil build failed: {e}") from None
-        try:
-            raw = path.read_bytes()
-        except OSError:
-            raw = None
+        raw = _read(path)
     st = {name: Stencil.from_json(d) for name, d in data["stencils"].items()}
     if raw is not None:
         digest = sha1(raw).digest()
         _write_prepared(path, digest, want, st, _stamp(path, state))
         _DIGESTS[items] = digest.hex()
     return st
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
 
 
 # state items -> SHA-1 of the artifact's bytes the standard stencils were read from
@@ -214,7 +221,10 @@ def registered() -> bool:
 _PREPARED_MAGIC = b"SLSTP3" + bytes(sys.version_info[:2])   # the format; marshal's Python
 
 
-def prepared_path(path: Path) -> Path:
+def prepared_path(path: str | os.PathLike):
+    """The prepared form's file beside the artifact at `path` (of the same type)."""
+    if isinstance(path, str):
+        return os.path.splitext(path)[0] + ".prepared"
     return path.with_suffix(".prepared")
 
 
@@ -223,7 +233,7 @@ def prepared_path(path: Path) -> Path:
 # are as stamped, neither the artifact nor the inputs are read and hashed
 # (~3.5 ms of the JIT's start, with Python's own SHA-1).
 
-def _stamp(path: Path, state: dict) -> tuple | None:
+def _stamp(path: str, state: dict) -> tuple | None:
     """The artifact's and its inputs' identity as stat sees it, or None when
     one is missing."""
     out: list = [json.dumps(state, sort_keys=True)]
@@ -235,7 +245,7 @@ def _stamp(path: Path, state: dict) -> tuple | None:
     return tuple(out)
 
 
-def _from_prepared(path: Path, digest: bytes | None = None, want: str | None = None,
+def _from_prepared(path: str, digest: bytes | None = None, want: str | None = None,
                    stamp: tuple | None = None) -> tuple | None:
     """(the stencils, the artifact's SHA-1 in hex, the stamp kept) from the
     prepared form, if it is of the artifact whose bytes have SHA-1 `digest`
@@ -255,7 +265,7 @@ def _from_prepared(path: Path, digest: bytes | None = None, want: str | None = N
     return _Prepared(blobs), made_of.hex(), kept
 
 
-def _write_prepared(path: Path, digest: bytes, want: str, st: dict,
+def _write_prepared(path: str, digest: bytes, want: str, st: dict,
                     stamp: tuple | None) -> None:
     kept = stamp if stamp is not None and cachefile.settled(*(f[1:] for f in stamp[1:])) \
         else None
@@ -280,13 +290,14 @@ class Prototypes:
     broken: list = field(default_factory=list)     # (one line, names it declares) per module
 
 
-def _prototype_cache(path: Path, state: dict) -> Path:
+def _prototype_cache(path: str | os.PathLike, state: dict) -> os.PathLike:
+    from pathlib import Path        # (prototypes only: a plain JIT run has none)
     k = contract.key(state) or "default"
-    return build_root() / "prototypes" / \
-        f"{sha256(str(path).encode()).hexdigest()[:12]}-{path.stem}-{k}.json"
+    return Path(build_dir(), "prototypes",
+                f"{sha256(str(path).encode()).hexdigest()[:12]}-{Path(path).stem}-{k}.json")
 
 
-def _build_module(path: Path, state: dict) -> dict:
+def _build_module(path: str | os.PathLike, state: dict) -> dict:
     """One module's stencils and errors, from its cache file when current."""
     build = peachpy_stencils.build
     cache = _prototype_cache(path, state)
@@ -306,12 +317,12 @@ def _build_module(path: Path, state: dict) -> dict:
     return data
 
 
-def _prune(folder: Path) -> None:
+def _prune(folder: os.PathLike) -> None:
     """Drops the cache files of modules that are gone (a test's temporary
     folder, a moved prototype), so the cache does not grow with each."""
     for f in folder.glob("*.json") if folder.is_dir() else ():
         try:
-            if not Path(json.loads(f.read_text()).get("module", "")).is_file():
+            if not os.path.isfile(json.loads(f.read_text()).get("module", "")):
                 f.unlink()
         except (OSError, ValueError, AttributeError):
             pass
@@ -523,23 +534,32 @@ def unregister(name: str) -> None:
     _extra.pop(name, None)
 
 
-@contextmanager
-def extra_stencils(stencils):
+class extra_stencils:
     """register() each stencil (a dict name -> Stencil, or an iterable of
-    them) for the duration of the with block; yields name -> Stencil."""
-    if isinstance(stencils, dict):
-        for name, s in stencils.items():
-            if getattr(s, "name", name) != name:
-                raise StencilError(f"extra_stencils: key {name!r} names stencil {s.name!r}")
-    items = list(stencils.values()) if isinstance(stencils, dict) else list(stencils)
-    added = {}
-    try:
-        for s in items:
-            s = register(s)
-            added[s.name] = s
-        yield added
-    finally:
-        for name in added:
+    them) for the duration of the with block; yields name -> Stencil.  (A
+    class, not contextlib's decorator: contextlib's import cost every JIT
+    run ~1 ms.)"""
+
+    def __init__(self, stencils):
+        if isinstance(stencils, dict):
+            for name, s in stencils.items():
+                if getattr(s, "name", name) != name:
+                    raise StencilError(f"extra_stencils: key {name!r} names stencil {s.name!r}")
+        self._items = list(stencils.values()) if isinstance(stencils, dict) else list(stencils)
+        self._added: dict = {}
+
+    def __enter__(self) -> dict:
+        try:
+            for s in self._items:
+                s = register(s)
+                self._added[s.name] = s
+        except BaseException:
+            self.__exit__()
+            raise
+        return self._added
+
+    def __exit__(self, *exc) -> None:
+        for name in self._added:
             unregister(name)
 
 

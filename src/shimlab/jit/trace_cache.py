@@ -22,14 +22,14 @@ anyway and fails if a plan differs from what compiling made.
 from __future__ import annotations
 
 import marshal
+import os
 import sys
 from functools import lru_cache
 from operator import attrgetter
-from pathlib import Path
 
 from ..cachefile import keep_sealed, read_sealed, settled, stamp
 from ..digest import blake2b, program_digest, sha1
-from ..paths import SRC, build_root
+from ..paths import SRC_DIR, build_dir
 from .trace import Trace, TraceOp
 
 FORMAT = b"SLTC2" + bytes(sys.version_info[:2])    # the file's layout; marshal's Python
@@ -41,8 +41,8 @@ _SOURCES = ("jit/compile.py", "jit/optimize.py", "jit/fuse.py", "jit/reglocals.p
             "record.py", "abi/contract.py")
 
 
-def folder() -> Path:
-    return build_root() / "traces"
+def folder() -> str:
+    return os.path.join(build_dir(), "traces")
 
 
 @lru_cache(maxsize=None)
@@ -50,13 +50,13 @@ def code_digest() -> tuple | str:
     """What the source of the modules that decide a plan is: their stat
     stamps while all are settled (reading and hashing them took ~1 ms of the
     JIT's start, Zen 3), else their bytes hashed."""
-    stamps = tuple(stamp(SRC / "shimlab" / rel) for rel in _SOURCES)
+    stamps = tuple(stamp(os.path.join(SRC_DIR, "shimlab", rel)) for rel in _SOURCES)
     if None not in stamps and settled(*stamps):
         return stamps
     h = blake2b(digest_size=20)
     for rel in _SOURCES:
-        p = SRC / "shimlab" / rel
-        h.update(rel.encode() + b"\0" + p.read_bytes() + b"\0")
+        with open(os.path.join(SRC_DIR, "shimlab", rel), "rb") as f:
+            h.update(rel.encode() + b"\0" + f.read() + b"\0")
     return h.hexdigest()
 
 
@@ -91,7 +91,7 @@ class TraceCache:
                  program: str | None = None):
         """program: digest.program_digest(code, consts), when already made."""
         self.key = (code_digest(), options, program or program_digest(code, consts))
-        self.path = folder() / (sha1(repr(self.key).encode()).hexdigest()[:24] + ".bin")
+        self.path = os.path.join(folder(), sha1(repr(self.key).encode()).hexdigest()[:24] + ".bin")
         self.verify = verify
         self.plans, self.replay = self._read()
         self.new = 0              # plans made in this process (save writes them)
@@ -177,9 +177,14 @@ class TraceCache:
 def clear() -> int:
     """Removes every kept plan; returns how many files went."""
     n = 0
-    for p in folder().glob("*.bin") if folder().is_dir() else ():
+    try:
+        with os.scandir(folder()) as entries:
+            files = [e.path for e in entries if e.name.endswith(".bin")]
+    except OSError:
+        return 0
+    for p in files:
         try:
-            p.unlink()
+            os.unlink(p)
             n += 1
         except OSError:
             pass
