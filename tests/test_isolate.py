@@ -85,6 +85,23 @@ def hello(tmp_path):
     return str(p)
 
 
+def test_a_result_comes_back_equal_and_of_its_own_type():
+    """Plain values cross as marshal data (isolate._encode), anything else
+    pickled: a buffer marshal would turn into bytes keeps its type."""
+    import array
+    from shimlab.isa import Error
+    from shimlab.result import Result
+    for value in [(1, -2**70, 2.5, "é", b"\0", None, True, [1, (2, 3)], {"k": frozenset({1})}),
+                  bytearray(b"ab"), array.array("i", [1, 2]), ("ok", [bytearray(b"x")]),
+                  Result(b"out", Error.TAPE_BOUNDS, 3, -1, counts=[1, 2]),
+                  Result(b"out", Error.OK).plain(), Error.OK]:
+        got = isolate.call("a child", lambda: value)
+        assert got == value and type(got) is type(value), value
+    r = Result(b"o", Error.ZERO_DIVISION, 7, 9, b"\1", 2, [3], [4])
+    assert Result.from_plain(isolate.call("a child", r.plain)) == r
+    assert isolate._encode(r.plain())[:1] == b"m" and isolate._encode(r)[:1] == b"p"
+
+
 def test_run_isolates_native_modes_by_default(hello, monkeypatch, capsys):
     def faulting_run(build, program, data=b"", **limits):
         _null_read()

@@ -180,12 +180,32 @@ def _stop(pid: int, grace: float = STOP_GRACE) -> None:
 # A child's result crosses back as marshal data when it is made of Python's
 # plain types only (a run sends its Result so: Result.plain), else pickled:
 # pickle's import cost every isolated run ~2 ms on Zen 3 (docs/cli.md).
+# Only these exact types: marshal would write a bytearray, an array or any
+# other buffer as bytes, and raise on the rest.
+_PLAIN = (type(None), bool, int, float, complex, str, bytes)
+_CONTAINERS = (tuple, list, frozenset, set)
+
+
+def _plain(value) -> bool:
+    t = type(value)
+    if t in _PLAIN:
+        return True
+    if t in _CONTAINERS:
+        return all(map(_plain, value))
+    if t is dict:
+        return all(map(_plain, value)) and all(map(_plain, value.values()))
+    return False
+
+
 def _encode(payload) -> bytes:
     try:
+        plain = _plain(payload)
+    except RecursionError:          # nested too deep to walk: pickle says what it can
+        plain = False
+    if plain:
         return b"m" + marshal.dumps(payload)
-    except ValueError:              # an object marshal cannot write
-        import pickle
-        return b"p" + pickle.dumps(payload)
+    import pickle
+    return b"p" + pickle.dumps(payload)
 
 
 def _decode(data: bytes):

@@ -6,8 +6,10 @@ when the VM is prepared, when a recording is ready and when the run ends.
 """
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable
 from functools import lru_cache
+from itertools import chain
 
 from .. import isa, modes
 from ..abi import vmh
@@ -59,8 +61,9 @@ class Loaded:
         keep = self._keep = []
         vm = self.vm = f.new("sl_vm *")
         code = f.new("sl_instr[]", len(program.code))
-        for i, (op, arg) in enumerate(program.code):
-            code[i].op, code[i].arg = op, arg
+        # sl_instr is two int32s, op then arg: the array's bytes in one copy
+        # (a field set through cffi per instruction took ~1 us each)
+        f.memmove(code, array("i", chain.from_iterable(program.code)), 8 * len(program.code))
         consts = f.new("int64_t[]", program.consts or [0])
         funcs = f.new("sl_func[]", len(program.functions))
         for i, fn in enumerate(program.functions):
