@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -270,7 +271,7 @@ def _with_add_code(parts, code):
 
 def test_prepared_form_is_written_and_read_as_the_artifact_says(build_dir):
     st = stencil_store.load()
-    prepared = stencil_store.prepared_path(stencil_store.artifact_path())
+    prepared = Path(stencil_store.prepared_path(stencil_store.artifact_path()))
     assert prepared.is_file()
     stencil_store.load.cache_clear()
     again = stencil_store.load()        # from the prepared form: the same stencils
@@ -289,10 +290,10 @@ def test_prepared_form_of_other_artifact_bytes_is_not_used(build_dir):
     _tamper(path)
     stencil_store.load.cache_clear()
     assert stencil_store.load()["ADD"].code == b"\x90"
-    _rewrite_prepared(stencil_store.prepared_path(path),
+    _rewrite_prepared(Path(stencil_store.prepared_path(path)),
                       lambda parts: _with_add_code(parts, b"\xcc"))
     # and a prepared form made for other inputs (the hash it was made for) is not used
-    _rewrite_prepared(stencil_store.prepared_path(path),
+    _rewrite_prepared(Path(stencil_store.prepared_path(path)),
                       lambda parts: (parts[0], "0" * 16, *parts[2:]))
     stencil_store.load.cache_clear()
     assert stencil_store.load()["ADD"].code == b"\x90"
@@ -301,7 +302,7 @@ def test_prepared_form_of_other_artifact_bytes_is_not_used(build_dir):
 @pytest.mark.parametrize("damage", ["empty", "garbage", "truncated", "bit flip", "other magic"])
 def test_damaged_prepared_form_is_made_again_never_read(build_dir, damage):
     st = stencil_store.load()
-    prepared = stencil_store.prepared_path(stencil_store.artifact_path())
+    prepared = Path(stencil_store.prepared_path(stencil_store.artifact_path()))
     blob = prepared.read_bytes()
     head = len(stencil_store._PREPARED_MAGIC)
     bad = {"empty": b"", "garbage": b"not marshal data at all" * 10,

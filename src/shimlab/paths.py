@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import os
 
-ROOT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
-SRC_DIR = os.path.join(ROOT_DIR, "src")
-CSRC_DIR = os.path.join(ROOT_DIR, "csrc")
 # name -> the folder under the checkout's root that the Path constant of that name is
 _FOLDERS = {"ROOT": "", "SRC": "src", "CSRC": "csrc", "GENERATED": "csrc/generated",
             "PEACHPY_STENCILS": "peachpy_stencils", "EXAMPLES": "examples",
             "CORPUS": "corpus", "EXPERIMENTS": "experiments"}
+ROOT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+SRC_DIR = os.path.join(ROOT_DIR, _FOLDERS["SRC"])
+CSRC_DIR = os.path.join(ROOT_DIR, _FOLDERS["CSRC"])
 # Benchmark results go where the user runs the command, not into the
 # checkout (which may be read-only, or shared): a relative path (RESULTS),
 # resolved against the current directory when a results file is written.
@@ -41,7 +41,8 @@ def notebook_out():
     """Where notebooks write their outputs, one folder each: experiments/out,
     or $SHIMLAB_NOTEBOOK_OUT."""
     from pathlib import Path
-    return Path(os.environ.get("SHIMLAB_NOTEBOOK_OUT") or os.path.join(ROOT_DIR, "experiments", "out"))
+    return Path(os.environ.get("SHIMLAB_NOTEBOOK_OUT")
+                or os.path.join(ROOT_DIR, _FOLDERS["EXPERIMENTS"], "out"))
 
 
 def __getattr__(name: str):

@@ -221,11 +221,9 @@ def registered() -> bool:
 _PREPARED_MAGIC = b"SLSTP3" + bytes(sys.version_info[:2])   # the format; marshal's Python
 
 
-def prepared_path(path: str | os.PathLike):
-    """The prepared form's file beside the artifact at `path` (of the same type)."""
-    if isinstance(path, str):
-        return os.path.splitext(path)[0] + ".prepared"
-    return path.with_suffix(".prepared")
+def prepared_path(path: str | os.PathLike) -> str:
+    """The prepared form's file beside the artifact at `path`."""
+    return os.path.splitext(os.fspath(path))[0] + ".prepared"
 
 
 # A prepared form also holds the stamps (cachefile.stamp) of the files it
